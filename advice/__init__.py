@@ -1,0 +1,1 @@
+"""Advice: which gene or strategy to use for a set of signals, and which to avoid."""

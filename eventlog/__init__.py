@@ -1,0 +1,130 @@
+"""eventlog: the durable, append-only event log that is evolog's only source of truth.
+
+Events are frozen msgspec Structs in one tagged union (tag ``kind``). Appends go to a
+checksummed write-ahead log under a cross-process lock that assigns gap-free seqs; sealing
+moves them into zstd Parquet segments committed by an atomic manifest update.
+
+Errors (all in this package derive from :class:`EventLogError`)::
+
+    EventLogError
+    ├── InvalidEventError
+    │   └── EventTooLargeError
+    ├── StoreNotFoundError
+    ├── StoreExistsError
+    ├── CorruptLogError
+    ├── StorageError
+    └── ClosedError
+"""
+
+from ._codec import (
+    EVENT_TYPES,
+    KINDS,
+    MAX_EVENT_BYTES,
+    AnyEvent,
+    from_builtins,
+    from_json,
+    kind_of,
+    now_us,
+    parse_ts,
+    to_json,
+)
+from ._dream_events import (
+    ChildStep,
+    Constraint,
+    DreamBegin,
+    DreamEnd,
+    Lifecycle,
+    Link,
+    Mark,
+    Merge,
+    Node,
+    Prune,
+    Retraction,
+)
+from ._errors import (
+    ClosedError,
+    CorruptLogError,
+    EventLogError,
+    EventTooLargeError,
+    InvalidEventError,
+    StorageError,
+    StoreExistsError,
+    StoreNotFoundError,
+)
+from ._events import (
+    SCHEMA_VERSION,
+    Attempt,
+    ConfidenceEdge,
+    ConfidenceGeneOutcome,
+    Event,
+    ExternalCandidate,
+    Feedback,
+    Hypothesis,
+    Mutation,
+    Note,
+    Outcome,
+    Personality,
+    Signal,
+    Step,
+    Tick,
+)
+from ._ids import new_id
+from ._log import EventLog, open_log
+from ._snapshot import Snapshot
+from ._store import Paths, init_store
+from ._writer import Durability, Receipt
+
+__all__ = [
+    "EVENT_TYPES",
+    "KINDS",
+    "MAX_EVENT_BYTES",
+    "SCHEMA_VERSION",
+    "AnyEvent",
+    "Attempt",
+    "ChildStep",
+    "ClosedError",
+    "ConfidenceEdge",
+    "ConfidenceGeneOutcome",
+    "Constraint",
+    "CorruptLogError",
+    "DreamBegin",
+    "DreamEnd",
+    "Durability",
+    "Event",
+    "EventLog",
+    "EventLogError",
+    "EventTooLargeError",
+    "ExternalCandidate",
+    "Feedback",
+    "Hypothesis",
+    "InvalidEventError",
+    "Lifecycle",
+    "Link",
+    "Mark",
+    "Merge",
+    "Mutation",
+    "Node",
+    "Note",
+    "Outcome",
+    "Paths",
+    "Personality",
+    "Prune",
+    "Receipt",
+    "Retraction",
+    "Signal",
+    "Snapshot",
+    "StorageError",
+    "Step",
+    "StoreExistsError",
+    "StoreNotFoundError",
+    "Tick",
+    "from_builtins",
+    "from_json",
+    "init_store",
+    "kind_of",
+    "new_id",
+    "now_us",
+    "open_log",
+    "parse_ts",
+    "to_json",
+]

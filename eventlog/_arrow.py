@@ -1,0 +1,160 @@
+"""The Arrow/Parquet schema of events, derived from the msgspec types, and conversions.
+
+One wide schema: the envelope, then one typed column per distinct field name across all
+kinds (null where a kind has no such field). Free-form fields (``observed``, ``selector``,
+...) are JSON text, marked with the field metadata ``evolog.json``; nested Structs
+(mutation, personality) are Arrow structs. Any engine can read the segments directly.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._codec import EVENT_TYPES, KINDS, AnyEvent, kind_of
+from ._errors import CorruptLogError
+from ._events import Event
+
+JSON_META = {b"evolog.json": b"1"}
+TS_TYPE = pa.timestamp("us", tz="UTC")
+ENVELOPE = ("seq", "id", "ts", "kind", "agent", "session", "source", "v")
+
+
+def _arrow_type(t: Any) -> tuple[pa.DataType, bool]:
+    """(arrow type, is_json) for a msgspec type_info node."""
+    mi = msgspec.inspect
+    if isinstance(t, mi.UnionType):
+        inner = [x for x in t.types if not isinstance(x, mi.NoneType)]
+        if len(inner) == 1:
+            return _arrow_type(inner[0])
+        return pa.string(), True
+    if isinstance(t, (mi.StrType, mi.LiteralType)):
+        return pa.string(), False
+    if isinstance(t, mi.BoolType):
+        return pa.bool_(), False
+    if isinstance(t, mi.IntType):
+        return pa.int64(), False
+    if isinstance(t, mi.FloatType):
+        return pa.float64(), False
+    if isinstance(t, mi.ListType) and isinstance(t.item_type, mi.StrType):
+        return pa.list_(pa.string()), False
+    if isinstance(t, mi.StructType):
+        fields = [pa.field(f.name, _arrow_type(f.type)[0]) for f in t.fields]
+        return pa.struct(fields), False
+    return pa.string(), True
+
+
+def _build_schema() -> tuple[pa.Schema, frozenset[str], frozenset[str]]:
+    fields: dict[str, pa.Field] = {
+        "seq": pa.field("seq", pa.int64(), nullable=False),
+        "id": pa.field("id", pa.string(), nullable=False),
+        "ts": pa.field("ts", TS_TYPE, nullable=False),
+        "kind": pa.field("kind", pa.string(), nullable=False),
+        "agent": pa.field("agent", pa.string()),
+        "session": pa.field("session", pa.string()),
+        "source": pa.field("source", pa.string()),
+        "v": pa.field("v", pa.int64()),
+    }
+    json_cols: set[str] = set()
+    struct_cols: set[str] = set()
+    for cls in EVENT_TYPES:
+        for f in msgspec.inspect.type_info(cls).fields:  # type: ignore[attr-defined]
+            if f.name in fields:
+                continue
+            typ, is_json = _arrow_type(f.type)
+            fields[f.name] = pa.field(f.name, typ, metadata=JSON_META if is_json else None)
+            if is_json:
+                json_cols.add(f.name)
+            if pa.types.is_struct(typ):
+                struct_cols.add(f.name)
+    return pa.schema(list(fields.values())), frozenset(json_cols), frozenset(struct_cols)
+
+
+SCHEMA, JSON_COLUMNS, STRUCT_COLUMNS = _build_schema()
+_json = msgspec.json.Encoder()
+
+
+def _column(name: str, values: list[Any]) -> pa.Array:
+    typ = SCHEMA.field(name).type
+    if name in JSON_COLUMNS:
+        values = [None if v is None else _json.encode(v).decode() for v in values]
+    elif name in STRUCT_COLUMNS:
+        values = [None if v is None else msgspec.to_builtins(v) for v in values]
+    elif name == "ts":
+        return pa.array(values, pa.int64()).cast(TS_TYPE)
+    return pa.array(values, typ)
+
+
+def events_to_table(events: list[AnyEvent]) -> pa.Table:
+    """A table in :data:`SCHEMA` order, rows sorted by seq."""
+    groups: dict[type[Event], list[AnyEvent]] = defaultdict(list)
+    for e in events:
+        groups[type(e)].append(e)
+    tables = []
+    for cls, group in groups.items():
+        names = cls.__struct_fields__
+        columns = dict(zip(names, zip(*(msgspec.structs.astuple(e) for e in group)), strict=True))
+        n = len(group)
+        arrays = []
+        for field in SCHEMA:
+            if field.name == "kind":
+                arrays.append(pa.array([kind_of(group[0])] * n, pa.string()))
+            elif field.name in columns:
+                arrays.append(_column(field.name, list(columns[field.name])))
+            else:
+                arrays.append(pa.nulls(n, field.type))
+        tables.append(pa.Table.from_arrays(arrays, schema=SCHEMA))
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    if len(tables) > 1:
+        table = table.take(pc.sort_indices(table["seq"]))
+    return table
+
+
+_ts_to_int = pa.int64()
+
+
+def table_to_events(table: pa.Table) -> list[AnyEvent]:
+    """Rebuild events from rows of :data:`SCHEMA` (any row order; returned by seq)."""
+    if table.num_rows == 0:
+        return []
+    out: list[AnyEvent] = []
+    kinds = table["kind"]
+    for kind in pc.unique(kinds).to_pylist():
+        cls = _class_of(kind)
+        part = table.filter(pc.equal(kinds, kind))
+        names = [n for n in cls.__struct_fields__ if n in SCHEMA.names]
+        lists = [_pylist(part, n) for n in names]
+        rows = [
+            {k: v for k, v in zip(names, vals, strict=True) if v is not None}
+            for vals in zip(*lists, strict=True)
+        ]
+        try:
+            out.extend(msgspec.convert(rows, list[cls]))  # type: ignore[valid-type]
+        except msgspec.ValidationError as exc:
+            raise CorruptLogError(f"segment rows of kind {kind!r} do not decode: {exc}") from None
+    out.sort(key=lambda e: e.seq)
+    return out
+
+
+def _pylist(table: pa.Table, name: str) -> list[Any]:
+    col = table[name]
+    if name == "ts":
+        col = col.cast(_ts_to_int)
+    values: list[Any] = col.to_pylist()
+    if name in JSON_COLUMNS:
+        return [None if v is None else msgspec.json.decode(v) for v in values]
+    if name in STRUCT_COLUMNS:
+        return [None if v is None else {k: x for k, x in v.items() if x is not None}
+                for v in values]
+    return values
+
+
+def _class_of(kind: str) -> type[Event]:
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise CorruptLogError(f"segment holds an unknown kind {kind!r}") from None

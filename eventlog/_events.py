@@ -1,0 +1,225 @@
+"""The event schema: frozen, tagged msgspec Structs in one union.
+
+Schema evolution follows msgspec's rules: a new field always has a default, a field's type
+never changes, a field is never renamed. ``v`` is bumped only when a meaning changes; an
+upcaster in :mod:`eventlog._codec` then rewrites old versions on read.
+
+Field names are shared across kinds only when their types agree, because every kind lands in
+one wide Parquet schema (a column per distinct field name).
+"""
+
+from typing import Any, Literal
+
+import msgspec
+
+Source = Literal["real", "simulated", "dreamed"]
+
+SCHEMA_VERSION = 1
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", omit_defaults=True):
+    """The envelope every event carries.
+
+    ``id`` is the idempotency key: empty means "generate a time-ordered id at append".
+    ``seq`` is assigned by the log (a value given by a client is ignored). ``ts`` is event
+    time in integer microseconds since the Unix epoch, UTC; 0 means "now, at append".
+    """
+
+    id: str = ""
+    seq: int = 0
+    ts: int = 0
+    agent: str = ""
+    session: str | None = None
+    source: Source = "real"
+    v: int = SCHEMA_VERSION
+
+
+class Mutation(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An evolver mutation (outcomes carry only id, category and risk_level)."""
+
+    id: str
+    category: str | None = None
+    trigger_signals: list[str] | None = None
+    target: str | None = None
+    expected_effect: str | None = None
+    risk_level: str | None = None
+
+
+class Personality(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An evolver personality state and its rounded key."""
+
+    key: str
+    rigor: float | None = None
+    creativity: float | None = None
+    verbosity: float | None = None
+    risk_tolerance: float | None = None
+    obedience: float | None = None
+
+
+class Signal(Event, frozen=True, tag="signal"):
+    """What an agent observed: raw signals, their normalised key and error signature."""
+
+    signals: list[str] = []
+    key: str = ""
+    error_signature: str | None = None
+    observed: dict[str, Any] | None = None
+
+
+class Hypothesis(Event, frozen=True, tag="hypothesis"):
+    """What the agent expects a gene or strategy to do for a signal set."""
+
+    hypothesis_id: str = ""
+    signals: list[str] = []
+    key: str = ""
+    error_signature: str | None = None
+    text: str = ""
+    predicted_status: str | None = None
+    predicted_score: float | None = None
+    mutation: Mutation | None = None
+    personality: Personality | None = None
+    gene: str | None = None
+    gene_category: str | None = None
+    drift: bool = False
+    selected_by: str | None = None
+    selector: Any = None
+    capsules: list[str] = []
+    observed: dict[str, Any] | None = None
+
+
+class Attempt(Event, frozen=True, tag="attempt"):
+    """An action taken: the decision, which entries decided and supported it, the task.
+
+    ``action_id`` names the attempt for its steps and outcome; empty means "use the event id".
+    """
+
+    action_id: str = ""
+    task: str | None = None
+    signals: list[str] = []
+    key: str = ""
+    error_signature: str | None = None
+    mutation: Mutation | None = None
+    personality: Personality | None = None
+    gene: str | None = None
+    gene_category: str | None = None
+    hypothesis_id: str | None = None
+    drift: bool = False
+    selected_by: str | None = None
+    selector: Any = None
+    capsules: list[str] = []
+    decided_by: list[str] = []
+    supported_by: list[str] = []
+    observed: dict[str, Any] | None = None
+
+
+class Step(Event, frozen=True, tag="step"):
+    """One ordered step of an attempt (a tool call, a command, a reasoning step)."""
+
+    action_id: str = ""
+    index: int = 0
+    reasoning: str = ""
+    action: str = ""
+    result: str = ""
+    tool: str | None = None
+    ok: bool | None = None
+    error: str | None = None
+    duration_ms: float | None = None
+
+
+class Outcome(Event, frozen=True, tag="outcome"):
+    """How an attempt ended, with provenance and the measured resource delta.
+
+    ``decided_by``/``supported_by`` name the memory entries (genes, strategy nodes) that
+    decided and supported the action; ``delta`` is a measured change in a conserved resource,
+    never a grade.
+    """
+
+    action_id: str = ""
+    status: str = ""
+    score: float | None = None
+    note: str | None = None
+    signals: list[str] = []
+    key: str = ""
+    error_signature: str | None = None
+    current_signals: list[str] | None = None
+    mutation: Mutation | None = None
+    personality: Personality | None = None
+    gene: str | None = None
+    gene_category: str | None = None
+    hypothesis_id: str | None = None
+    half_life_days: float | None = None
+    decided_by: list[str] = []
+    supported_by: list[str] = []
+    delta: float | None = None
+    capsules: list[str] = []
+    observed: dict[str, Any] | None = None
+    baseline: dict[str, Any] | None = None
+
+
+class Tick(Event, frozen=True, tag="tick"):
+    """A clock tick of the survival ledger (upkeep is charged per tick)."""
+
+    ticks: int = 1
+    reason: str | None = None
+
+
+class ConfidenceEdge(Event, frozen=True, tag="confidence_edge"):
+    """An evolver (signal key, gene) confidence snapshot, kept for lossless import."""
+
+    signals: list[str] = []
+    key: str = ""
+    gene: str | None = None
+    gene_category: str | None = None
+    success: int = 0
+    fail: int = 0
+    attempts: int = 0
+    p: float | None = None
+    decay_weight: float | None = None
+    value: float | None = None
+    half_life_days: float | None = None
+    updated_at: str | None = None
+    derived_from: str | None = None
+
+
+class ConfidenceGeneOutcome(Event, frozen=True, tag="confidence_gene_outcome"):
+    """An evolver per-gene confidence snapshot (no signal), kept for lossless import."""
+
+    gene: str | None = None
+    gene_category: str | None = None
+    success: int = 0
+    fail: int = 0
+    attempts: int = 0
+    p: float | None = None
+    decay_weight: float | None = None
+    value: float | None = None
+    half_life_days: float | None = None
+    updated_at: str | None = None
+    derived_from: str | None = None
+
+
+class ExternalCandidate(Event, frozen=True, tag="external_candidate"):
+    """An evolver external asset candidate, kept for lossless import."""
+
+    signals: list[str] = []
+    key: str = ""
+    origin: str | None = None
+    received_at: str | None = None
+    asset_type: str | None = None
+    asset_id: str | None = None
+    trigger: list[str] = []
+    candidate_gene: str | None = None
+    candidate_confidence: float | None = None
+
+
+class Feedback(Event, frozen=True, tag="feedback"):
+    """A person's or a program's judgement of an entry or an attempt."""
+
+    target: str = ""
+    rating: float | None = None
+    text: str = ""
+
+
+class Note(Event, frozen=True, tag="note"):
+    """A free-form memory note."""
+
+    text: str = ""
+    tags: list[str] = []

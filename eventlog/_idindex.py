@@ -1,0 +1,167 @@
+"""The idempotency index: event id -> seq, on disk, O(1) for a cold process.
+
+A cache of the log (delete it and it is rebuilt), kept in memory-mapped open-addressing hash
+tables of 24-byte slots (16-byte BLAKE2b of the id, then the seq; seq 0 means empty).
+When a table passes its load limit a table twice its size is added instead of rehashing the
+old ones, so no append ever waits for a rebuild; a lookup probes each table, newest first.
+
+With 128-bit keys a false match needs about 2^64 ids, so a hit is trusted without reading
+the event back (which would need the Parquet reader on the hook path).
+
+Crash safety: slots are written key first, seq last, and ``covered_seq`` (the newest seq
+whose id is in the index) only after them. A writer that finds ``covered_seq`` behind the
+WAL re-inserts the missing ids. Page-cache writes survive kill -9; after a reboot (the
+kernel boot id changed) anything newer than ``synced_seq`` (fsynced at seal) is re-inserted.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+
+# _blake2 directly: importing hashlib initialises OpenSSL, a few ms on every hook call.
+from _blake2 import blake2b
+
+MAGIC = b"EVLIDX01"
+# magic, ntables, covered_seq, synced_seq, boot_id(16), count (per table)
+HEADER = struct.Struct("<8sQQQ16sQ")
+HEADER_SIZE = 64
+SLOT = 24
+FIRST_BITS = 16
+MAX_LOAD = 0.7
+_SEQ = struct.Struct("<Q")
+_ZERO_SEQ = b"\0" * 8
+
+
+def key_of(event_id: str) -> bytes:
+    """The 16-byte index key of an id."""
+    return blake2b(event_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def current_boot_id() -> bytes:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            return bytes.fromhex(f.read().strip().decode().replace("-", ""))[:16]
+    except (OSError, ValueError):
+        return b"\0" * 16
+
+
+class _Table:
+    def __init__(self, path: str, bits: int, create: bool) -> None:
+        self.capacity = 1 << bits
+        self.mask = self.capacity - 1
+        size = HEADER_SIZE + self.capacity * SLOT
+        flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        fd = os.open(path, flags, 0o644)
+        try:
+            if os.fstat(fd).st_size < size:
+                os.ftruncate(fd, size)  # sparse: untouched slots cost no disk
+            self.mm = mmap.mmap(fd, size)
+        finally:
+            os.close(fd)
+        if self.mm[:8] != MAGIC:
+            HEADER.pack_into(self.mm, 0, MAGIC, 1, 0, 0, b"\0" * 16, 0)
+
+    @property
+    def count(self) -> int:
+        return int(HEADER.unpack_from(self.mm, 0)[5])
+
+    def lookup(self, key: bytes) -> int:
+        mm = self.mm
+        i = int.from_bytes(key[:8], "little") & self.mask
+        while True:
+            off = HEADER_SIZE + i * SLOT
+            seq = mm[off + 16 : off + 24]
+            if seq == _ZERO_SEQ:
+                return 0
+            if mm[off : off + 16] == key:
+                return int(_SEQ.unpack(seq)[0])
+            i = (i + 1) & self.mask
+
+    def insert(self, key: bytes, seq: int) -> None:
+        mm = self.mm
+        i = int.from_bytes(key[:8], "little") & self.mask
+        while True:
+            off = HEADER_SIZE + i * SLOT
+            old = mm[off + 16 : off + 24]
+            if old == _ZERO_SEQ or mm[off : off + 16] == key:
+                mm[off : off + 16] = key
+                mm[off + 16 : off + 24] = _SEQ.pack(seq)
+                if old == _ZERO_SEQ:
+                    struct.pack_into("<Q", mm, 56, self.count + 1)
+                return
+            i = (i + 1) & self.mask
+
+
+class IdIndex:
+    """Lookups and inserts; the caller holds the store's write lock."""
+
+    def __init__(self, directory: str) -> None:
+        self._dir = directory
+        os.makedirs(directory, exist_ok=True)
+        self._tables: list[_Table] = [_Table(self._path(0), FIRST_BITS, create=True)]
+        self._open_new_tables()
+
+    def _path(self, n: int) -> str:
+        return os.path.join(self._dir, f"{n:03d}.idx")
+
+    def _header(self) -> tuple[bytes, int, int, int, bytes, int]:
+        return HEADER.unpack_from(self._tables[0].mm, 0)  # type: ignore[return-value]
+
+    def _open_new_tables(self) -> None:
+        ntables = self._header()[1]
+        while len(self._tables) < ntables:
+            n = len(self._tables)
+            self._tables.append(_Table(self._path(n), FIRST_BITS + n, create=True))
+
+    @property
+    def covered_seq(self) -> int:
+        return self._header()[2]
+
+    @property
+    def synced_seq(self) -> int:
+        return self._header()[3]
+
+    def set_covered(self, seq: int) -> None:
+        struct.pack_into("<Q", self._tables[0].mm, 16, seq)
+
+    def check_boot(self) -> None:
+        """After a reboot, distrust everything not fsynced at the last seal."""
+        boot = current_boot_id()
+        if self._header()[4] != boot:
+            self.set_covered(min(self.covered_seq, self.synced_seq))
+            self._tables[0].mm[32:48] = boot
+
+    def lookup(self, event_id: str, limit_seq: int) -> int:
+        """The seq of ``event_id``, or 0; entries at or past ``limit_seq`` are stale."""
+        self._open_new_tables()
+        key = key_of(event_id)
+        for table in reversed(self._tables):
+            seq = table.lookup(key)
+            if seq:
+                return seq if seq < limit_seq else 0
+        return 0
+
+    def insert(self, event_id: str, seq: int) -> None:
+        self._open_new_tables()
+        table = self._tables[-1]
+        if table.count + 1 > table.capacity * MAX_LOAD:
+            n = len(self._tables)
+            table = _Table(self._path(n), FIRST_BITS + n, create=True)
+            self._tables.append(table)
+            struct.pack_into("<Q", self._tables[0].mm, 8, n + 1)
+        table.insert(key_of(event_id), seq)
+
+    def sync(self, seq: int) -> None:
+        """Flush every table to disk and record that ids up to ``seq`` are durable."""
+        self._open_new_tables()
+        for table in self._tables:
+            table.mm.flush()
+        struct.pack_into("<Q", self._tables[0].mm, 24, seq)
+        self._tables[0].mm.flush()
+
+    def close(self) -> None:
+        for table in self._tables:
+            table.mm.close()
+        self._tables.clear()

@@ -1,0 +1,185 @@
+"""Sealing the WAL into Parquet segments, compaction, and garbage collection.
+
+Seal, step by step, and what a crash at each step leaves behind:
+
+1. rotate the WAL (under the write lock): appends continue in a new file;
+2. write the segment to a temp name, fsync, rename, fsync the directory
+   -- a crash leaves a file the manifest does not list: ignored, collected later;
+3. fsync the id index up to the sealed seq;
+4. commit the manifest (the atomic rename is the commit point)
+   -- before it, the WAL still holds every record; after it, WAL records with
+   seq <= sealed_seq are recognised as sealed and skipped, so nothing is duplicated;
+5. delete the sealed WAL files -- a crash leaves files whose records are all sealed:
+   skipped by readers, deleted by the next seal.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import NamedTuple
+
+import msgspec
+import pyarrow as pa
+
+from . import _wal
+from ._arrow import events_to_table
+from ._codec import decode_many, now_us
+from ._errors import CorruptLogError
+from ._files import FileLock, fsync_dir
+from ._manifest import FileCommitter, Garbage, Manifest, SegmentInfo
+from ._segments import read_segment, write_segment
+from ._store import Paths
+from ._writer import Writer
+
+SEAL_CHUNK_ROWS = 256 * 1024
+GRACE_SECONDS = 300.0
+
+
+class SealResult(NamedTuple):
+    segments: int
+    rows: int
+    sealed_seq: int
+    seconds: float
+
+
+class CompactResult(NamedTuple):
+    merged_segments: int
+    new_segments: int
+    rows: int
+    seconds: float
+
+
+def seal(paths: Paths, writer: Writer) -> SealResult:
+    """Move every WAL record present now into Parquet segments."""
+    start = time.perf_counter()
+    lock = FileLock(paths.seal_lock)
+    try:
+        with lock.held():
+            new_base = writer.rotate()
+            committer = FileCommitter(paths.manifest)
+            manifest = committer.load()
+            old = [(b, p) for b, p in _wal.list_wal(paths.wal) if b < new_base]
+            infos, rows = _seal_files(paths, manifest.sealed_seq, old)
+            if infos:
+                sealed = infos[-1].last_seq
+                writer.sync_index(sealed)
+                manifest = msgspec.structs.replace(
+                    manifest,
+                    version=manifest.version + 1,
+                    sealed_seq=sealed,
+                    segments=[*manifest.segments, *infos],
+                )
+                committer.commit(manifest)
+            for _, path in old:
+                os.unlink(path)
+            if old:
+                fsync_dir(paths.wal)
+            collect_garbage(paths, committer)
+    finally:
+        lock.close()
+    return SealResult(len(infos), rows, manifest.sealed_seq, time.perf_counter() - start)
+
+
+def _seal_files(
+    paths: Paths, sealed_seq: int, files: list[tuple[int, str]]
+) -> tuple[list[SegmentInfo], int]:
+    infos: list[SegmentInfo] = []
+    rows = 0
+    expect = sealed_seq + 1
+    frames = []
+    for base, path in files:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            wal = _wal.WalFile(base, path, fd, os.fstat(fd).st_size)
+            frames.extend(f for f in _wal.read_frames(wal) if f.seq > sealed_seq)
+        finally:
+            os.close(fd)
+    for i in range(0, len(frames), SEAL_CHUNK_ROWS):
+        chunk = frames[i : i + SEAL_CHUNK_ROWS]
+        for f in chunk:
+            if f.seq != expect:
+                raise CorruptLogError(f"seal: expected seq {expect} in the WAL; got {f.seq}")
+            expect += 1
+        events = decode_many([f.body for f in chunk])
+        for f, e in zip(chunk, events, strict=True):
+            msgspec.structs.force_setattr(e, "seq", f.seq)
+        infos.append(write_segment(paths.segments, events_to_table(events)))
+        rows += len(chunk)
+    return infos, rows
+
+
+def compact(
+    paths: Paths, small_rows: int = 100_000, target_rows: int = 1_000_000
+) -> CompactResult:
+    """Merge runs of adjacent small segments; events and seqs are unchanged."""
+    start = time.perf_counter()
+    lock = FileLock(paths.seal_lock)
+    merged = created = rows = 0
+    try:
+        with lock.held():
+            committer = FileCommitter(paths.manifest)
+            manifest = committer.load()
+            out: list[SegmentInfo] = []
+            garbage = list(manifest.garbage)
+            for run in _runs(manifest.segments, small_rows, target_rows):
+                if len(run) < 2:
+                    out.extend(run)
+                    continue
+                table = pa.concat_tables([read_segment(paths.segments, s) for s in run])
+                out.append(write_segment(paths.segments, table))
+                garbage.extend(Garbage(s.file, now_us()) for s in run)
+                merged += len(run)
+                created += 1
+                rows += table.num_rows
+            if created:
+                committer.commit(
+                    msgspec.structs.replace(
+                        manifest, version=manifest.version + 1, segments=out, garbage=garbage
+                    )
+                )
+            collect_garbage(paths, committer)
+    finally:
+        lock.close()
+    return CompactResult(merged, created, rows, time.perf_counter() - start)
+
+
+def _runs(
+    segments: list[SegmentInfo], small_rows: int, target_rows: int
+) -> list[list[SegmentInfo]]:
+    runs: list[list[SegmentInfo]] = []
+    current: list[SegmentInfo] = []
+    total = 0
+    for s in segments:
+        if s.rows >= small_rows or total + s.rows > target_rows:
+            if current:
+                runs.append(current)
+            current, total = [], 0
+            if s.rows >= small_rows:
+                runs.append([s])
+                continue
+        current.append(s)
+        total += s.rows
+    if current:
+        runs.append(current)
+    return runs
+
+
+def collect_garbage(paths: Paths, committer: FileCommitter, grace: float = GRACE_SECONDS) -> int:
+    """Delete replaced segments past the grace period and orphans of crashed seals."""
+    manifest: Manifest = committer.load()
+    cutoff = now_us() - int(grace * 1_000_000)
+    keep = [g for g in manifest.garbage if g.since_us > cutoff]
+    doomed = [g.file for g in manifest.garbage if g.since_us <= cutoff]
+    if doomed:
+        committer.commit(msgspec.structs.replace(manifest, version=manifest.version + 1,
+                                                 garbage=keep))
+    listed = {s.file for s in manifest.segments} | {g.file for g in keep}
+    for name in os.listdir(paths.segments):
+        path = os.path.join(paths.segments, name)
+        if name in listed:
+            continue
+        if name in doomed or os.stat(path).st_mtime < time.time() - grace:
+            os.unlink(path)
+            doomed.append(name)
+    return len(doomed)

@@ -1,0 +1,124 @@
+"""The write-ahead tail: numbered WAL files, the newest one active.
+
+Files are named by the first seq they may hold (``<base:020d>.wal``). Sealing rotates to a
+new file under the write lock, then seals and deletes the older files without holding it,
+so appends never wait for Parquet. Every method here expects the caller to hold the write
+lock, except the read-only helpers.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from . import _frames as fr
+from ._errors import CorruptLogError
+from ._files import fsync_dir, write_all
+
+SUFFIX = ".wal"
+
+
+def wal_name(base: int) -> str:
+    return f"{base:020d}{SUFFIX}"
+
+
+def list_wal(directory: str) -> list[tuple[int, str]]:
+    """``(base, path)`` of every WAL file, oldest first."""
+    out = []
+    for name in os.listdir(directory):
+        if name.endswith(SUFFIX) and name[: -len(SUFFIX)].isdigit():
+            out.append((int(name[: -len(SUFFIX)]), os.path.join(directory, name)))
+    out.sort()
+    return out
+
+
+def read_file(fd: int, size: int) -> bytes:
+    return os.pread(fd, size, 0) if size else b""
+
+
+class Repair(NamedTuple):
+    """What recovery cut from a WAL file's tail."""
+
+    path: str
+    offset: int
+    cut_bytes: int
+    dropped_frames: int
+
+
+def check_tail(path: str, fd: int, size: int, base: int) -> tuple[int, int, Repair | None]:
+    """Return ``(next_seq, good_size, repair)`` for a WAL file, cutting a torn tail.
+
+    Fast path: the footer of the last frame names a committed frame, so nothing is read but
+    that frame. Otherwise the file is scanned and cut after its last whole append.
+    """
+    if size == fr.FILE_HEADER.size:
+        return base, size, None
+    tail_len = min(size, (1 << 20) + fr.OVERHEAD + 64)
+    tail = os.pread(fd, tail_len, size - tail_len)
+    last = fr.last_frame(tail, 0, len(tail)) if size > fr.FILE_HEADER.size else None
+    if last is not None and last.end and size - tail_len + last.offset >= fr.FILE_HEADER.size:
+        return last.seq + 1, size, None
+    data = read_file(fd, size)
+    result = fr.scan(data, fr.FILE_HEADER.size, size)
+    next_seq = result.frames[-1].seq + 1 if result.frames else base
+    if result.committed_end == size:
+        return next_seq, size, None
+    after = fr.valid_frame_after(data, result.stopped_at + 1, size, next_seq)
+    if after is not None:
+        raise CorruptLogError(
+            f"{path}: bad frame at byte {result.stopped_at} followed by a valid frame at byte "
+            f"{after}; this is damage inside the log, not a torn tail. Run `evolog verify`."
+        )
+    dropped = len(_pending_frames(data, result.committed_end, result.stopped_at))
+    os.ftruncate(fd, result.committed_end)
+    os.fsync(fd)
+    repair = Repair(path, result.committed_end, size - result.committed_end, dropped)
+    return next_seq, result.committed_end, repair
+
+
+def _pending_frames(data: bytes, start: int, stop: int) -> list[fr.Frame]:
+    frames = []
+    offset = start
+    while offset < stop:
+        frame = fr.parse_at(data, offset, stop)
+        if frame is None:
+            break
+        frames.append(frame)
+        offset += fr.frame_size(frame)
+    return frames
+
+
+def create(directory: str, base: int) -> tuple[int, str]:
+    """Create a new WAL file atomically (header, fsync, rename, dir fsync); open it."""
+    path = os.path.join(directory, wal_name(base))
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        write_all(fd, fr.file_header(base))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(directory)
+    return open_append(path), path
+
+
+def open_append(path: str) -> int:
+    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+
+
+class WalFile(NamedTuple):
+    """One WAL file of a snapshot: an open descriptor and the length to read."""
+
+    base: int
+    path: str
+    fd: int
+    size: int
+
+
+def read_frames(wal: WalFile) -> list[fr.Frame]:
+    """Committed frames of a WAL file up to the snapshot length."""
+    data = read_file(wal.fd, wal.size)
+    if fr.read_base(data) != wal.base:
+        raise CorruptLogError(f"{wal.path}: not a WAL file of base {wal.base}")
+    return fr.scan(data, fr.FILE_HEADER.size, wal.size).frames

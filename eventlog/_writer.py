@@ -1,0 +1,287 @@
+"""The append path: validate, take the write lock, assign seqs, frame, write, fsync.
+
+This module and its imports are what a hook process loads to append one event, so it must
+never import pyarrow, duckdb, usearch or anthropic.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Literal, NamedTuple
+
+import msgspec
+
+from . import _frames as fr
+from . import _wal
+from ._codec import AnyEvent, now_us, prepare
+from ._errors import ClosedError
+from ._events import Event
+from ._files import FileLock, storage_error, write_all
+from ._idindex import IdIndex
+from ._manifest import FileCommitter
+from ._store import Paths
+
+Durability = Literal["always", "batch", "none"]
+
+
+class Receipt(NamedTuple):
+    """What an append did: the event's seq and id, and whether it was already there."""
+
+    seq: int
+    id: str
+    duplicate: bool
+
+
+class _IdOnly(msgspec.Struct):
+    id: str = ""
+
+
+_id_decoder = msgspec.msgpack.Decoder(_IdOnly)
+
+
+class Writer:
+    """Appends to one store; safe across threads and processes."""
+
+    def __init__(
+        self,
+        paths: Paths,
+        durability: Durability = "always",
+        group_size: int = 1000,
+        group_ms: float = 10.0,
+    ) -> None:
+        if durability not in ("always", "batch", "none"):
+            raise ValueError(f"durability: expected always, batch or none; got {durability!r}")
+        self.paths = paths
+        self.durability = durability
+        self.group_size = group_size
+        self.group_ms = group_ms
+        self._lock = FileLock(paths.write_lock)
+        self._mutex = threading.RLock()
+        self._index: IdIndex | None = None
+        self._fd = -1
+        self._base = 0
+        self._size = 0
+        self._next_seq = 0
+        self._dir_stamp = -1
+        self._held = False
+        self._buffer: list[tuple[int, bytes]] = []
+        self._pending: dict[str, int] = {}
+        self._timer: threading.Timer | None = None
+        self._closed = False
+        self.repairs: list[_wal.Repair] = []
+
+    # -- lock-held state -------------------------------------------------------------
+    def _sync(self) -> None:
+        """Bring the cached writer state up to date; caller holds the file lock."""
+        stamp = os.stat(self.paths.wal).st_mtime_ns
+        if stamp != self._dir_stamp or self._fd < 0:
+            self._open_active()
+            self._dir_stamp = os.stat(self.paths.wal).st_mtime_ns
+        size = os.fstat(self._fd).st_size
+        if size != self._size:
+            path = os.path.join(self.paths.wal, _wal.wal_name(self._base))
+            self._next_seq, self._size, repair = _wal.check_tail(path, self._fd, size, self._base)
+            if repair is not None:
+                self._report(repair)
+        index = self._index_open()
+        if index.covered_seq < self._next_seq - 1:
+            self._catch_up(index)
+
+    def _open_active(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        files = _wal.list_wal(self.paths.wal)
+        if files:
+            self._base, path = files[-1]
+            self._fd = _wal.open_append(path)
+        else:
+            sealed = FileCommitter(self.paths.manifest).load().sealed_seq
+            self._base = sealed + 1
+            self._fd, _ = _wal.create(self.paths.wal, self._base)
+        self._size = -1
+
+    def _index_open(self) -> IdIndex:
+        if self._index is None:
+            self._index = IdIndex(self.paths.index)
+            self._index.check_boot()
+        return self._index
+
+    def _catch_up(self, index: IdIndex) -> None:
+        """Re-insert ids of WAL records the index missed (a crash between write and insert)."""
+        covered = index.covered_seq
+        for base, path in _wal.list_wal(self.paths.wal):
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                wal = _wal.WalFile(base, path, fd, os.fstat(fd).st_size)
+                for frame in _wal.read_frames(wal):
+                    if frame.seq > covered:
+                        index.insert(_id_decoder.decode(frame.body).id, frame.seq)
+            finally:
+                os.close(fd)
+        index.set_covered(self._next_seq - 1)
+
+    def _report(self, repair: _wal.Repair) -> None:
+        import logging  # only on the rare repair path
+
+        self.repairs.append(repair)
+        line = msgspec.json.encode({"at_us": now_us(), **repair._asdict()})
+        logging.getLogger("evolog.eventlog").warning(
+            "cut a torn WAL tail: %s at byte %d (%d bytes, %d uncommitted frames)",
+            repair.path,
+            repair.offset,
+            repair.cut_bytes,
+            repair.dropped_frames,
+        )
+        with open(self.paths.recovery_log, "ab") as f:
+            f.write(line + b"\n")
+
+    # -- appends -----------------------------------------------------------------------
+    def append_many(
+        self, events: Iterable[Event], where: str = "", validated: bool = False
+    ) -> list[Receipt]:
+        """Append events atomically (all or none); duplicates by id are not written."""
+        ts = now_us()
+        prepared = [
+            prepare(e, ts, f"{where}{i + 1}" if where else f"event {i + 1}", validated)
+            for i, e in enumerate(events)
+        ]
+        if not prepared:
+            return []
+        with self._mutex:
+            if self._closed:
+                raise ClosedError("the event log is closed")
+            if self.durability == "batch":
+                return self._append_batched(prepared)
+            with self._lock.held():
+                self._sync()
+                receipts, items = self._assign(prepared)
+                if items:
+                    self._write(items, fsync=self.durability == "always")
+                return receipts
+
+    def _assign(
+        self, prepared: Sequence[tuple[AnyEvent, bytes]]
+    ) -> tuple[list[Receipt], list[tuple[int, bytes, str]]]:
+        index = self._index_open()
+        receipts: list[Receipt] = []
+        items: list[tuple[int, bytes, str]] = []
+        local: dict[str, int] = {}
+        seq = self._next_seq + len(self._buffer)
+        for event, body in prepared:
+            eid = event.id
+            found = local.get(eid) or self._pending.get(eid) or index.lookup(eid, seq)
+            if found:
+                receipts.append(Receipt(found, eid, True))
+                continue
+            local[eid] = seq
+            items.append((seq, body, eid))
+            receipts.append(Receipt(seq, eid, False))
+            seq += 1
+        return receipts, items
+
+    def _write(self, items: list[tuple[int, bytes, str]], fsync: bool) -> None:
+        data = fr.encode_frames([(s, b) for s, b, _ in items])
+        old = self._size
+        try:
+            write_all(self._fd, data)
+            if fsync:
+                os.fdatasync(self._fd)
+        except OSError as exc:
+            # Leave the log exactly as it was: nothing of this append was acknowledged.
+            try:
+                os.ftruncate(self._fd, old)
+            except OSError:
+                self._size = -1  # the next writer's tail check cuts the uncommitted frames
+            raise storage_error(exc, f"appending to {self.paths.root}") from None
+        self._size = old + len(data)
+        self._next_seq = items[-1][0] + 1
+        index = self._index_open()
+        for seq, _, eid in items:
+            index.insert(eid, seq)
+        index.set_covered(self._next_seq - 1)
+
+    # -- group commit ------------------------------------------------------------------
+    def _append_batched(self, prepared: Sequence[tuple[AnyEvent, bytes]]) -> list[Receipt]:
+        if not self._held:
+            self._lock.acquire()
+            self._held = True
+            try:
+                self._sync()
+            except BaseException:
+                self._release()
+                raise
+        receipts, items = self._assign(prepared)
+        for seq, body, eid in items:
+            self._buffer.append((seq, body))
+            self._pending[eid] = seq
+        if len(self._buffer) >= self.group_size:
+            self._flush_locked()
+        elif self._timer is None:
+            self._timer = threading.Timer(self.group_ms / 1000, self.flush)
+            self._timer.daemon = True
+            self._timer.start()
+        return receipts
+
+    def flush(self) -> None:
+        """Write and fsync what group commit has buffered; release the write lock."""
+        with self._mutex:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._held:
+            return
+        try:
+            if self._buffer:
+                ids = {seq: eid for eid, seq in self._pending.items()}
+                items = [(s, b, ids[s]) for s, b in self._buffer]
+                self._buffer.clear()
+                self._pending.clear()
+                self._write(items, fsync=True)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        self._buffer.clear()
+        self._pending.clear()
+        self._held = False
+        self._lock.release()
+
+    # -- rotation (for sealing) --------------------------------------------------------
+    def rotate(self) -> int:
+        """Start a new active WAL file; return the first seq it will hold."""
+        with self._mutex:
+            self._flush_locked()
+            with self._lock.held():
+                self._sync()
+                if self._size > fr.FILE_HEADER.size:
+                    os.close(self._fd)
+                    self._base = self._next_seq
+                    self._fd, _ = _wal.create(self.paths.wal, self._base)
+                    self._size = fr.FILE_HEADER.size
+                    self._dir_stamp = os.stat(self.paths.wal).st_mtime_ns
+                return self._base
+
+    def sync_index(self, seq: int) -> None:
+        with self._mutex, self._lock.held():
+            self._index_open().sync(seq)
+
+    def wal_size(self) -> int:
+        return max(self._size, 0)
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._closed:
+                return
+            self._flush_locked()
+            self._closed = True
+            if self._fd >= 0:
+                os.close(self._fd)
+            if self._index is not None:
+                self._index.close()
+            self._lock.close()

@@ -1,0 +1,7 @@
+"""``python -m evolog`` is the ``evolog`` command."""
+
+import sys
+
+from ._cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Projections: DuckDB views and derived state rebuilt from the event log."""
