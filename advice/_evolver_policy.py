@@ -3,8 +3,7 @@
 Given the tail of an evolver memory graph, the current signals and the candidate genes, this
 computes the same preferred gene, bans and explanation strings as evolver v1.29.8, including
 its surprising behaviours (a banned gene can still be preferred; a gene with no history wins
-when nothing scores). It exists so evolog's own advice can be compared with evolver's on
-identical histories.
+when nothing scores).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._evolver_norm import (
+from eventlog._signalkey import (
     compute_signal_key,
     jaccard_sets,
     js_pow,
@@ -325,7 +324,9 @@ def evolver_advice(
     ``events`` are in file order and should already be the last-2000-*lines* window (see
     ``read_evolver_jsonl_tail``); ``window`` additionally keeps at most that many trailing
     events (``None`` keeps all). ``drift_enabled`` is tested for JavaScript truthiness, so the
-    string ``"false"`` means drift. ``now_ms`` is the frozen ``Date.now()``.
+    string ``"false"`` means drift. ``now_ms`` is the frozen ``Date.now()``. Scores can differ
+    from V8's in the last bit because of ``pow`` (see ``js_pow``); decisions match unless a
+    score sits exactly on a threshold or tie.
     """
     if window is not None:
         if window < 1:

@@ -280,6 +280,9 @@ def prepare(
         changes["seq"] = 0
     if isinstance(event, Attempt) and not event.action_id:
         changes["action_id"] = changes.get("id", event.id)
+    signals = getattr(event, "signals", None)
+    if signals and isinstance(signals, list) and not getattr(event, "key", "x"):
+        changes.update(_signal_fields(event, signals))
     if changes:
         event = msgspec.structs.replace(event, **changes)
     body = _encoder.encode(event)
@@ -298,6 +301,17 @@ def prepare(
             raise _validation_error(exc, msgspec.to_builtins(event), where) from None
     _check_envelope(checked, where)
     return checked, body
+
+
+def _signal_fields(event: Event, signals: list[str]) -> dict[str, Any]:
+    """The evolver-compatible signal key (and error signature) of an event's signals."""
+    # Imported here: only events that carry signals without a key pay for the regexes.
+    from ._signalkey import compute_signal_key, extract_error_signature
+
+    out: dict[str, Any] = {"key": compute_signal_key(signals)}
+    if getattr(event, "error_signature", "x") is None:
+        out["error_signature"] = extract_error_signature(signals)
+    return out
 
 
 def _kind(event: Event) -> str:
