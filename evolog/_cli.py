@@ -7,18 +7,22 @@ else); the hook command never fails (see :mod:`evolog._hooks`).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from eventlog import EventLogError
 
-Handler = Callable[[argparse.Namespace], int]
+if TYPE_CHECKING:
+    import argparse
+
+Handler = Callable[[Any], int]
 DEFAULT_STORE = "~/.evolog"
 
 
-def store_path(args: argparse.Namespace) -> str:
+def store_path(args: Any) -> str:
     return os.path.expanduser(args.store or os.environ.get("EVOLOG_STORE") or DEFAULT_STORE)
 
 
@@ -99,6 +103,8 @@ def _print_json(obj: object) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(prog="evolog", description="Event-sourced agent memory.")
     p.add_argument("--store", help="store directory (default: $EVOLOG_STORE or ~/.evolog)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -143,8 +149,28 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _fast_args(argv: list[str]) -> SimpleNamespace | None:
+    """The hook-path commands, parsed without argparse (building the parser costs ~10 ms).
+
+    Only the plain forms take this path: ``[--store DIR] append [JSON]`` and
+    ``[--store DIR] hook claude-code``; anything else goes through the full parser.
+    """
+    store = None
+    if len(argv) >= 2 and argv[0] == "--store":
+        store, argv = argv[1], argv[2:]
+    if argv[:1] == ["append"] and (
+        len(argv) == 1 or (len(argv) == 2 and argv[1].lstrip().startswith("{"))
+    ):
+        event = argv[1] if len(argv) == 2 else None
+        return SimpleNamespace(store=store, event=event, durability="always", func=_cmd_append)
+    if argv == ["hook", "claude-code"]:
+        return SimpleNamespace(store=store, agent_kind="claude-code", func=_cmd_hook)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arglist = list(sys.argv[1:] if argv is None else argv)
+    args = _fast_args(arglist) or build_parser().parse_args(arglist)
     handler: Handler = args.func
     try:
         return handler(args)

@@ -6,11 +6,13 @@ as one atomic batch, so a bad line leaves the log exactly as it was.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventlog import AnyEvent, EventLog, InvalidEventError, from_builtins, from_json
+
+if TYPE_CHECKING:
+    import argparse
 
 #: Longest NDJSON line read (the event cap applies to the msgpack encoding, 1 MiB).
 MAX_LINE_BYTES = 4 << 20
@@ -59,12 +61,14 @@ def add_append_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ok", dest="ok", action="store_const", const=True)
     p.add_argument("--failed", dest="ok", action="store_const", const=False)
     p.add_argument(
-        "--durability", choices=["always", "batch", "none"], default="always",
+        "--durability",
+        choices=["always", "batch", "none"],
+        default="always",
         help="fsync policy (default: always)",
     )
 
 
-def run_append(args: argparse.Namespace, store: str) -> int:
+def run_append(args: Any, store: str) -> int:
     events = _events_from(args)
     if not events:
         raise InvalidEventError("stdin: expected at least one JSON event; got no input")
@@ -79,7 +83,7 @@ def run_append(args: argparse.Namespace, store: str) -> int:
     return 0
 
 
-def _events_from(args: argparse.Namespace) -> list[AnyEvent]:
+def _events_from(args: Any) -> list[AnyEvent]:
     if args.event is None:
         _reject_flags(args, "NDJSON input")
         return read_ndjson(sys.stdin.buffer)
@@ -90,21 +94,21 @@ def _events_from(args: argparse.Namespace) -> list[AnyEvent]:
     return [from_builtins(_flags_to_dict(text, args), "flags")]
 
 
-def _given_flags(args: argparse.Namespace) -> dict[str, Any]:
-    given = {k: getattr(args, k) for k in FLAGS if getattr(args, k) is not None}
-    if args.ok is not None:
+def _given_flags(args: Any) -> dict[str, Any]:
+    given = {k: getattr(args, k, None) for k in FLAGS if getattr(args, k, None) is not None}
+    if getattr(args, "ok", None) is not None:
         given["ok"] = args.ok
     return given
 
 
-def _reject_flags(args: argparse.Namespace, what: str) -> None:
+def _reject_flags(args: Any, what: str) -> None:
     given = _given_flags(args)
     if given:
         flag = "--" + next(iter(given)).replace("_", "-")
         raise InvalidEventError(f"{flag}: flags describe an event by kind; not usable with {what}")
 
 
-def _flags_to_dict(kind: str, args: argparse.Namespace) -> dict[str, Any]:
+def _flags_to_dict(kind: str, args: Any) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": kind}
     for name, value in _given_flags(args).items():
         parser = FLAGS[name][1] if name in FLAGS else "bool"

@@ -71,7 +71,11 @@ def _dead_letter(store: str, raw: bytes, exc: BaseException) -> None:
         paths = Paths.of(store)
         os.makedirs(paths.root, exist_ok=True)
         line = msgspec.json.encode(
-            {"at_us": time.time_ns() // 1000, "error": msg, "payload": raw.decode("utf-8", "replace")}
+            {
+                "at_us": time.time_ns() // 1000,
+                "error": msg,
+                "payload": raw.decode("utf-8", "replace"),
+            }
         )
         with open(paths.dead_letter, "ab") as f:
             f.write(line + b"\n")
@@ -126,8 +130,14 @@ def _close(st: _State, status: str, note: str, env: dict[str, Any]) -> list[Even
     action_id, st.action_id = st.action_id, None
     score = {"success": 0.6, "failed": 0.2}.get(status)
     return [
-        Outcome(id=f"{action_id}-outcome", action_id=action_id, status=status, score=score,
-                note=note, **env)
+        Outcome(
+            id=f"{action_id}-outcome",
+            action_id=action_id,
+            status=status,
+            score=score,
+            note=note,
+            **env,
+        )
     ]
 
 
@@ -142,10 +152,16 @@ def _tool_events(name: str, p: dict[str, Any], st: _State, env: dict[str, Any]) 
     step_id = f"{st.action_id}-{p['tool_use_id']}" if p.get("tool_use_id") else ""
     out.append(
         Step(
-            id=step_id, action_id=st.action_id or "", index=st.steps, tool=tool,
+            id=step_id,
+            action_id=st.action_id or "",
+            index=st.steps,
+            tool=tool,
             action=_text(f"{tool} {_summary(p.get('tool_input'))}") or tool,
-            result=_text(_summary(response)) or "", ok=error is None, error=error,
-            duration_ms=(now - started) / 1000 if started else None, **env,
+            result=_text(_summary(response)) or "",
+            ok=error is None,
+            error=error,
+            duration_ms=(now - started) / 1000 if started else None,
+            **env,
         )
     )
     st.steps += 1

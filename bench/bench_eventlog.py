@@ -1,0 +1,200 @@
+"""Event log benchmarks; every figure is a ratio to a baseline measured in the same run.
+
+    python bench/bench_eventlog.py            # full sizes (1e6-event replay)
+    python bench/bench_eventlog.py --quick    # small sizes, a smoke run
+
+Prints one line per figure; paste them into bench/RESULTS.md with the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import eventlog
+from eventlog import EventLog, Outcome, Signal
+from eventlog import _frames as fr
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def _median_run(cmd: list[str], n: int, env: dict[str, str] | None = None) -> float:
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def cold_append(tmp: Path, runs: int, history: list[int]) -> None:
+    """Cold CLI append (fsync) vs a bare `python -c "import msgspec"`, interleaved.
+
+    Our modules are byte-compiled first, as a regular install does (an editable install
+    under PYTHONDONTWRITEBYTECODE would otherwise recompile them on every run).
+    """
+    import compileall
+
+    for pkg in ("eventlog", "evolog", "advice"):
+        compileall.compile_dir(str(ROOT / pkg), quiet=1)
+    evolog = str(BIN / "evolog")
+    for size in history:
+        store = tmp / f"cold-{size}"
+        with EventLog(store, create=True, durability="none", auto_seal="off") as log:
+            for i in range(0, size, 10_000):
+                log.append_many(_signals(min(10_000, size - i)))
+        env = dict(os.environ, EVOLOG_STORE=str(store))
+        base, ours = [], []
+        for _ in range(runs):
+            base.append(_median_run([sys.executable, "-c", "import msgspec"], 1))
+            ours.append(
+                _median_run([evolog, "append", '{"kind":"signal","signals":["a"]}'], 1, env)
+            )
+        b, o = statistics.median(base), statistics.median(ours)
+        print(
+            f"cold append, history {size:>7} events (WAL): {o * 1000:6.1f} ms vs import msgspec "
+            f"{b * 1000:5.1f} ms -> ratio {o / b:.2f} (goal <= 1.5)"
+        )
+
+
+def _signals(n: int) -> list[Signal]:
+    return [Signal(signals=["log_error", f"errsig:boom {i % 50}"], agent="bench") for i in range(n)]
+
+
+def durable_appends(tmp: Path, n: int) -> None:
+    """append() under `always` vs os.write+fdatasync of the same frame bytes."""
+    store = tmp / "durable"
+    with EventLog(store, create=True, durability="always", auto_seal="off") as log:
+        events = _signals(n)
+        t = time.perf_counter()
+        for e in events:
+            log.append(e)
+        ours = n / (time.perf_counter() - t)
+    body = eventlog._codec.encode(events[0])
+    frame = fr.encode_frames([(1, body)])
+    fd = os.open(tmp / "raw.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    t = time.perf_counter()
+    for _ in range(n):
+        os.write(fd, frame)
+        os.fdatasync(fd)
+    raw = n / (time.perf_counter() - t)
+    os.close(fd)
+    print(
+        f"durable appends (always): {ours:8.0f}/s vs raw write+fdatasync {raw:8.0f}/s "
+        f"-> ratio {ours / raw:.2f} (goal >= 0.7)"
+    )
+
+
+def group_commit(tmp: Path, n: int) -> None:
+    with EventLog(
+        tmp / "batch", create=True, durability="batch", auto_seal="off", group_size=1000
+    ) as log:
+        events = _signals(n)
+        t = time.perf_counter()
+        for e in events:
+            log.append(e)
+        log.flush()
+        single = n / (time.perf_counter() - t)
+    with EventLog(tmp / "many", create=True, durability="always", auto_seal="off") as log:
+        events = _signals(n)
+        t = time.perf_counter()
+        for i in range(0, n, 1000):
+            log.append_many(events[i : i + 1000])
+        many = n / (time.perf_counter() - t)
+    print(
+        f"group commit: batch policy append() {single:9.0f}/s; "
+        f"append_many(1000) under always {many:9.0f}/s (goal >= 200,000/s)"
+    )
+
+
+def demo_mix(n_cycles: int) -> list[eventlog.Event]:
+    from evolog._demo import simulate
+
+    return [e for batch in simulate(n_cycles, seed=7) for e in batch]
+
+
+def sealing(tmp: Path, n: int) -> None:
+    from evolog._demo import simulate
+
+    for label, strip_ids in (("demo ids", False), ("generated ids", True)):
+        store = tmp / f"seal-{label.replace(' ', '-')}"
+        events = []
+        cycles = 0
+        while len(events) < n:
+            batch = [e for b in simulate(500, seed=cycles) for e in b]
+            if strip_ids:
+                import msgspec
+
+                batch = [msgspec.structs.replace(e, id="") for e in batch]
+            events.extend(batch)
+            cycles += 1
+        events = events[:n]
+        with EventLog(store, create=True, durability="none", auto_seal="off") as log:
+            for i in range(0, n, 10_000):
+                log.append_many(events[i : i + 10_000])
+            t = time.perf_counter()
+            res = log.seal()
+            dt = time.perf_counter() - t
+            seg = sum(s.bytes for s in log.snapshot().segments)
+        jsonl = sum(len(eventlog.to_json(e)) + 1 for e in events)
+        print(
+            f"seal {res.rows} demo-mix events ({label}): {res.rows / dt:9.0f} events/s "
+            f"(goal >= 500,000/s); {seg / res.rows:5.1f} B/event vs {jsonl / res.rows:5.0f} "
+            f"B/event as JSONL (goal <= 60)"
+        )
+
+
+def replay_arrow(tmp: Path, n: int) -> None:
+    store = tmp / "replay"
+    with EventLog(store, create=True, durability="none", auto_seal="off") as log:
+        for i in range(0, n, 100_000):
+            log.append_many(
+                Outcome(
+                    action_id=f"a{i + j}",
+                    status="success",
+                    gene=f"g{j % 20}",
+                    signals=["x", f"y{j % 100}"],
+                    key=f"x|y{j % 100}",
+                    score=0.5,
+                )
+                for j in range(min(100_000, n - i))
+            )
+            log.seal()
+        import pyarrow.parquet as pq
+
+        paths = log.snapshot().segment_paths()
+        t = time.perf_counter()
+        rows = sum(pq.read_table(p).num_rows for p in paths)
+        raw = rows / (time.perf_counter() - t)
+        t = time.perf_counter()
+        got = sum(b.num_rows for b in log.replay_arrow())
+        ours = got / (time.perf_counter() - t)
+    print(
+        f"replay {got} sealed events as Arrow: {ours:10.0f} events/s vs pyarrow read_table "
+        f"{raw:10.0f}/s -> ratio {ours / raw:.2f} (goal >= 1,000,000 events/s)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    q = args.quick
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        cold_append(tmp, 5 if q else 21, [0, 10_000] if q else [0, 10_000, 100_000])
+        durable_appends(tmp, 500 if q else 5000)
+        group_commit(tmp, 20_000 if q else 200_000)
+        sealing(tmp, 20_000 if q else 200_000)
+        replay_arrow(tmp, 100_000 if q else 1_000_000)
+
+
+if __name__ == "__main__":
+    main()
