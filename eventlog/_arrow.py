@@ -8,6 +8,7 @@ kinds (null where a kind has no such field). Free-form fields (``observed``, ``s
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
 from typing import Any
 
@@ -91,27 +92,51 @@ def _column(name: str, values: list[Any]) -> pa.Array:
 
 def events_to_table(events: list[AnyEvent]) -> pa.Table:
     """A table in :data:`SCHEMA` order, rows sorted by seq."""
+    enabled = gc.isenabled()
+    gc.disable()  # hundreds of thousands of short-lived tuples; none of them form cycles
+    try:
+        return _events_to_table(events)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _events_to_table(events: list[AnyEvent]) -> pa.Table:
     groups: dict[type[Event], list[AnyEvent]] = defaultdict(list)
     for e in events:
         groups[type(e)].append(e)
+    # Only the columns some kind in this batch has go through the merge below; a segment's
+    # other columns are all null and are added afterwards, cheaply.
+    present = [
+        f
+        for f in SCHEMA
+        if f.name == "kind" or any(f.name in cls.__struct_fields__ for cls in groups)
+    ]
+    schema = pa.schema(present)
     tables = []
     for cls, group in groups.items():
         names = cls.__struct_fields__
-        columns = dict(zip(names, zip(*(msgspec.structs.astuple(e) for e in group)), strict=True))
+        columns = dict(
+            zip(names, zip(*(msgspec.structs.astuple(e) for e in group), strict=True), strict=True)
+        )
         n = len(group)
         arrays = []
-        for field in SCHEMA:
+        for field in present:
             if field.name == "kind":
                 arrays.append(pa.array([kind_of(group[0])] * n, pa.string()))
             elif field.name in columns:
                 arrays.append(_column(field.name, list(columns[field.name])))
             else:
                 arrays.append(pa.nulls(n, field.type))
-        tables.append(pa.Table.from_arrays(arrays, schema=SCHEMA))
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        tables.append(pa.Table.from_arrays(arrays, schema=schema))
+    table = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
     if len(tables) > 1:
         table = table.take(pc.sort_indices(table["seq"]))
-    return table
+    n = table.num_rows
+    return pa.Table.from_arrays(
+        [table[f.name] if f.name in schema.names else pa.nulls(n, f.type) for f in SCHEMA],
+        schema=SCHEMA,
+    )
 
 
 _ts_to_int = pa.int64()
@@ -148,8 +173,9 @@ def _pylist(table: pa.Table, name: str) -> list[Any]:
     if name in JSON_COLUMNS:
         return [None if v is None else msgspec.json.decode(v) for v in values]
     if name in STRUCT_COLUMNS:
-        return [None if v is None else {k: x for k, x in v.items() if x is not None}
-                for v in values]
+        return [
+            None if v is None else {k: x for k, x in v.items() if x is not None} for v in values
+        ]
     return values
 
 

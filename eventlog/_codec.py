@@ -8,7 +8,9 @@ the log can fail to decode later (a Python caller can put any object in a Struct
 from __future__ import annotations
 
 import functools
+import gc
 import time
+from datetime import UTC
 from typing import Any, TypeAlias
 
 import msgspec
@@ -43,6 +45,7 @@ from ._events import (
     Tick,
 )
 from ._ids import new_id
+from ._values import check_free_fields, unencodable_error
 
 AnyEvent: TypeAlias = (
     Signal
@@ -135,7 +138,19 @@ def decode_many(bodies: list[bytes]) -> list[AnyEvent]:
     """Decode many WAL bodies in one call (a msgpack array of them)."""
     n = len(bodies)
     header = b"\xdd" + n.to_bytes(4, "big")
-    return msgspec.msgpack.decode(header + b"".join(bodies), type=list[AnyEvent])
+    # Millions of new objects trigger the cyclic GC over and over; none of them form cycles.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _many_decoder().decode(header + b"".join(bodies))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@functools.cache
+def _many_decoder() -> msgspec.msgpack.Decoder[list[AnyEvent]]:
+    return msgspec.msgpack.Decoder(list[AnyEvent])
 
 
 def to_json(event: Event) -> bytes:
@@ -176,7 +191,7 @@ def parse_ts(value: Any, where: str = "") -> int:
         )
     if isinstance(value, int):
         return value
-    from datetime import datetime, timezone  # not on the hook path: ts is usually an int
+    from datetime import datetime  # not on the hook path: ts is usually an int
 
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -187,8 +202,8 @@ def parse_ts(value: Any, where: str = "") -> int:
             field="ts",
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    delta = parsed - datetime(1970, 1, 1, tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
+    delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
@@ -221,11 +236,12 @@ def from_json(line: bytes | str, where: str = "") -> AnyEvent:
             data["ts"] = parse_ts(data["ts"], where)
             check_fields(data, where)
             try:
-                return msgspec.convert(data, AnyEvent)
+                converted: AnyEvent = msgspec.convert(data, AnyEvent)
+                return converted
             except msgspec.ValidationError as exc2:
                 raise _validation_error(exc2, data, where) from None
         raise _validation_error(exc, data, where) from None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):  # msgspec: bad UTF-8 in a string
         _loads_or_raise(line, where)
         raise  # pragma: no cover - _loads_or_raise always raises here
 
@@ -233,7 +249,7 @@ def from_json(line: bytes | str, where: str = "") -> AnyEvent:
 def _loads_or_raise(line: bytes | str, where: str) -> Any:
     try:
         return msgspec.json.decode(line)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         if isinstance(line, bytes):
             try:
                 line.decode("utf-8")
@@ -242,7 +258,9 @@ def _loads_or_raise(line: bytes | str, where: str) -> Any:
                     f"expected UTF-8 text; got invalid byte at offset {uexc.start}",
                     where=where,
                 ) from None
-        raise InvalidEventError(f"expected one JSON object; got malformed JSON ({exc})", where=where) from None
+        raise InvalidEventError(
+            f"expected one JSON object; got malformed JSON ({exc})", where=where
+        ) from None
 
 
 def from_builtins(data: Any, where: str = "") -> AnyEvent:
@@ -251,7 +269,8 @@ def from_builtins(data: Any, where: str = "") -> AnyEvent:
         data = dict(data, ts=parse_ts(data["ts"], where))
     check_fields(data, where)
     try:
-        return msgspec.convert(data, AnyEvent)
+        event: AnyEvent = msgspec.convert(data, AnyEvent)
+        return event
     except msgspec.ValidationError as exc:
         raise _validation_error(exc, data, where) from None
 
@@ -281,11 +300,23 @@ def prepare(
     if isinstance(event, Attempt) and not event.action_id:
         changes["action_id"] = changes.get("id", event.id)
     signals = getattr(event, "signals", None)
-    if signals and isinstance(signals, list) and not getattr(event, "key", "x"):
-        changes.update(_signal_fields(event, signals))
+    if (
+        signals
+        and isinstance(signals, list)
+        and not getattr(event, "key", "x")
+        and all(type(s) is str for s in signals)
+    ):
+        key, errsig = _key_fields(tuple(signals))
+        changes["key"] = key
+        if getattr(event, "error_signature", "x") is None and errsig is not None:
+            changes["error_signature"] = errsig
     if changes:
         event = msgspec.structs.replace(event, **changes)
-    body = _encoder.encode(event)
+    try:
+        body = _encoder.encode(event)
+    except (TypeError, ValueError, OverflowError) as exc:
+        # Lone surrogates, ints past 64 bits, arbitrary objects: nothing a field can hold.
+        raise unencodable_error(event, exc, where) from None
     if len(body) > MAX_EVENT_BYTES:
         raise EventTooLargeError(
             f"{_kind(event)} event: expected at most {MAX_EVENT_BYTES} encoded bytes; "
@@ -299,19 +330,22 @@ def prepare(
             checked = _decoder().decode(body)
         except msgspec.ValidationError as exc:
             raise _validation_error(exc, msgspec.to_builtins(event), where) from None
+        check_free_fields(checked, where)
     _check_envelope(checked, where)
     return checked, body
 
 
-def _signal_fields(event: Event, signals: list[str]) -> dict[str, Any]:
-    """The evolver-compatible signal key (and error signature) of an event's signals."""
+@functools.lru_cache(maxsize=4096)
+def _key_fields(signals: tuple[str, ...]) -> tuple[str, str | None]:
+    """The evolver-compatible signal key and error signature of a signal list.
+
+    Cached: agents see the same few signal sets over and over, and the ECMAScript-exact
+    normalisation costs tens of microseconds.
+    """
     # Imported here: only events that carry signals without a key pay for the regexes.
     from ._signalkey import compute_signal_key, extract_error_signature
 
-    out: dict[str, Any] = {"key": compute_signal_key(signals)}
-    if getattr(event, "error_signature", "x") is None:
-        out["error_signature"] = extract_error_signature(signals)
-    return out
+    return compute_signal_key(list(signals)), extract_error_signature(list(signals))
 
 
 def _kind(event: Event) -> str:

@@ -6,7 +6,7 @@ A dream cycle is appended as one atomic batch: ``DreamBegin``, the opcode events
 
 from typing import Literal
 
-from ._events import Event
+from ._events import Event, Float, Int
 
 
 class DreamBegin(Event, frozen=True, tag="dream_begin"):
@@ -26,8 +26,8 @@ class DreamEnd(Event, frozen=True, tag="dream_end"):
     status: str = "ok"
     consumed: list[str] = []
     model: str | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: Int | None = None
+    output_tokens: Int | None = None
     isa_text: str | None = None
     phase_log: list[str] = []
 
@@ -47,7 +47,7 @@ class Mark(Event, frozen=True, tag="mark"):
 
     cycle: str = ""
     trace: str = ""
-    index: int = 0
+    index: Int = 0
     label: Literal["critical", "noise"] = "critical"
 
 
@@ -58,7 +58,7 @@ class Node(Event, frozen=True, tag="node"):
     node: str = ""
     goal: str = ""
     summary: str = ""
-    confidence: float = 0.5
+    confidence: Float = 0.5
     isa_version: str = "1.0"
     trigger_goals: list[str] = []
     traces: list[str] = []
@@ -69,7 +69,7 @@ class ChildStep(Event, frozen=True, tag="child_step"):
 
     cycle: str = ""
     node: str = ""
-    index: int = 0
+    index: Int = 0
     reasoning: str = ""
     action: str = ""
     result: str = ""
@@ -83,7 +83,7 @@ class Link(Event, frozen=True, tag="link"):
     src: str = ""
     dst: str = ""
     edge_type: str = ""
-    weight: float = 1.0
+    weight: Float = 1.0
 
 
 class Merge(Event, frozen=True, tag="merge"):
@@ -92,7 +92,7 @@ class Merge(Event, frozen=True, tag="merge"):
     cycle: str = ""
     node: str = ""
     merged: str = ""
-    confidence: float | None = None
+    confidence: Float | None = None
 
 
 class Prune(Event, frozen=True, tag="prune"):
@@ -116,6 +116,6 @@ class Lifecycle(Event, frozen=True, tag="lifecycle"):
 
     entry: str = ""
     op: Literal["birth", "pin", "unpin", "forget"] = "birth"
-    energy: float | None = None
+    energy: Float | None = None
     pinned: bool | None = None
-    probation: int | None = None
+    probation: Int | None = None

@@ -8,11 +8,18 @@ Field names are shared across kinds only when their types agree, because every k
 one wide Parquet schema (a column per distinct field name).
 """
 
-from typing import Any, Literal
+import sys
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 Source = Literal["real", "simulated", "dreamed"]
+
+# Every typed number must fit a Parquet int64/float64 column and a JSON number: a wider int
+# would be acknowledged and then fail every seal; NaN or infinity would come back from JSON
+# (``evolog replay``) as null. Rejecting them at append keeps every path lossless.
+Int = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+Float = Annotated[float, msgspec.Meta(ge=-sys.float_info.max, le=sys.float_info.max)]
 
 SCHEMA_VERSION = 1
 
@@ -26,12 +33,12 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", omit_de
     """
 
     id: str = ""
-    seq: int = 0
-    ts: int = 0
+    seq: Int = 0
+    ts: Int = 0
     agent: str = ""
     session: str | None = None
     source: Source = "real"
-    v: int = SCHEMA_VERSION
+    v: Int = SCHEMA_VERSION
 
 
 class Mutation(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -49,11 +56,11 @@ class Personality(msgspec.Struct, frozen=True, omit_defaults=True):
     """An evolver personality state and its rounded key."""
 
     key: str
-    rigor: float | None = None
-    creativity: float | None = None
-    verbosity: float | None = None
-    risk_tolerance: float | None = None
-    obedience: float | None = None
+    rigor: Float | None = None
+    creativity: Float | None = None
+    verbosity: Float | None = None
+    risk_tolerance: Float | None = None
+    obedience: Float | None = None
 
 
 class Signal(Event, frozen=True, tag="signal"):
@@ -74,7 +81,7 @@ class Hypothesis(Event, frozen=True, tag="hypothesis"):
     error_signature: str | None = None
     text: str = ""
     predicted_status: str | None = None
-    predicted_score: float | None = None
+    predicted_score: Float | None = None
     mutation: Mutation | None = None
     personality: Personality | None = None
     gene: str | None = None
@@ -115,14 +122,14 @@ class Step(Event, frozen=True, tag="step"):
     """One ordered step of an attempt (a tool call, a command, a reasoning step)."""
 
     action_id: str = ""
-    index: int = 0
+    index: Int = 0
     reasoning: str = ""
     action: str = ""
     result: str = ""
     tool: str | None = None
     ok: bool | None = None
     error: str | None = None
-    duration_ms: float | None = None
+    duration_ms: Float | None = None
 
 
 class Outcome(Event, frozen=True, tag="outcome"):
@@ -135,7 +142,7 @@ class Outcome(Event, frozen=True, tag="outcome"):
 
     action_id: str = ""
     status: str = ""
-    score: float | None = None
+    score: Float | None = None
     note: str | None = None
     signals: list[str] = []
     key: str = ""
@@ -146,10 +153,10 @@ class Outcome(Event, frozen=True, tag="outcome"):
     gene: str | None = None
     gene_category: str | None = None
     hypothesis_id: str | None = None
-    half_life_days: float | None = None
+    half_life_days: Float | None = None
     decided_by: list[str] = []
     supported_by: list[str] = []
-    delta: float | None = None
+    delta: Float | None = None
     capsules: list[str] = []
     observed: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
@@ -158,7 +165,7 @@ class Outcome(Event, frozen=True, tag="outcome"):
 class Tick(Event, frozen=True, tag="tick"):
     """A clock tick of the survival ledger (upkeep is charged per tick)."""
 
-    ticks: int = 1
+    ticks: Int = 1
     reason: str | None = None
 
 
@@ -169,13 +176,13 @@ class ConfidenceEdge(Event, frozen=True, tag="confidence_edge"):
     key: str = ""
     gene: str | None = None
     gene_category: str | None = None
-    success: int = 0
-    fail: int = 0
-    attempts: int = 0
-    p: float | None = None
-    decay_weight: float | None = None
-    value: float | None = None
-    half_life_days: float | None = None
+    success: Int = 0
+    fail: Int = 0
+    attempts: Int = 0
+    p: Float | None = None
+    decay_weight: Float | None = None
+    value: Float | None = None
+    half_life_days: Float | None = None
     updated_at: str | None = None
     derived_from: str | None = None
 
@@ -185,13 +192,13 @@ class ConfidenceGeneOutcome(Event, frozen=True, tag="confidence_gene_outcome"):
 
     gene: str | None = None
     gene_category: str | None = None
-    success: int = 0
-    fail: int = 0
-    attempts: int = 0
-    p: float | None = None
-    decay_weight: float | None = None
-    value: float | None = None
-    half_life_days: float | None = None
+    success: Int = 0
+    fail: Int = 0
+    attempts: Int = 0
+    p: Float | None = None
+    decay_weight: Float | None = None
+    value: Float | None = None
+    half_life_days: Float | None = None
     updated_at: str | None = None
     derived_from: str | None = None
 
@@ -207,14 +214,14 @@ class ExternalCandidate(Event, frozen=True, tag="external_candidate"):
     asset_id: str | None = None
     trigger: list[str] = []
     candidate_gene: str | None = None
-    candidate_confidence: float | None = None
+    candidate_confidence: Float | None = None
 
 
 class Feedback(Event, frozen=True, tag="feedback"):
     """A person's or a program's judgement of an entry or an attempt."""
 
     target: str = ""
-    rating: float | None = None
+    rating: Float | None = None
     text: str = ""
 
 

@@ -81,9 +81,23 @@ def atomic_write(path: str, data: bytes) -> None:
 
 def storage_error(exc: OSError, what: str) -> StorageError:
     """Map an OSError to our own error, saying what we were doing."""
-    reason = "the disk is full" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else (
-        exc.strerror or str(exc)
+    reason = (
+        "the disk is full"
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+        else (exc.strerror or str(exc))
     )
     err = StorageError(exc.errno or 0, f"{what}: {reason}")
-    err.filename = exc.filename
+    if exc.filename is not None:  # assigning None would print as ": None"
+        err.filename = exc.filename
     return err
+
+
+@contextlib.contextmanager
+def os_errors_as_storage(what: str) -> Iterator[None]:
+    """Raise an OSError from the body (ours excepted) as a StorageError about ``what``."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as exc:
+        raise storage_error(exc, what) from None

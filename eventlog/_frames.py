@@ -39,6 +39,11 @@ def read_base(header: bytes) -> int | None:
     return int(base) if magic == MAGIC else None
 
 
+_unpack_header = HEADER.unpack_from
+_unpack_footer = FOOTER.unpack_from
+_crc32 = zlib.crc32
+
+
 def encode_frames(items: list[tuple[int, bytes]]) -> bytes:
     """Frame ``(seq, body)`` pairs as one atomic append (END on the last)."""
     out = bytearray()
@@ -66,19 +71,16 @@ def parse_at(buf: bytes | memoryview, offset: int, limit: int) -> Frame | None:
     """The valid frame starting at ``offset`` (not past ``limit``), or None."""
     if offset + OVERHEAD > limit:
         return None
-    crc, word, seq = HEADER.unpack_from(buf, offset)
+    crc, word, seq = _unpack_header(buf, offset)
     size = (word & LENGTH_MASK) + OVERHEAD
-    if offset + size > limit:
+    end = offset + size
+    if end > limit:
         return None
-    start = offset + HEADER.size
-    body = bytes(buf[start : offset + size - FOOTER.size])
-    footer = bytes(buf[offset + size - FOOTER.size : offset + size])
-    tail = bytes(buf[offset + 4 : start])
-    if zlib.crc32(footer, zlib.crc32(body, zlib.crc32(tail))) != crc:
+    view = memoryview(buf)
+    # Header tail, body and footer are contiguous: one CRC call over one slice, no copies.
+    if _crc32(view[offset + 4 : end]) != crc or _unpack_footer(buf, end - 4)[0] != size:
         return None
-    if FOOTER.unpack(footer)[0] != size:
-        return None
-    return Frame(offset, int(seq), body, bool(word & END))
+    return Frame(offset, seq, bytes(view[offset + HEADER.size : end - 4]), bool(word & END))
 
 
 def frame_size(frame: Frame) -> int:
@@ -97,13 +99,18 @@ def scan(buf: bytes | memoryview, start: int, limit: int) -> ScanResult:
     pending: list[Frame] = []
     offset = start
     committed_end = start
-    while True:
-        frame = parse_at(buf, offset, limit)
-        if frame is None:
+    view = memoryview(buf)
+    # The hot loop of sealing and replay: parse_at inlined, no per-frame helper calls.
+    while offset + OVERHEAD <= limit:
+        crc, word, seq = _unpack_header(buf, offset)
+        end = offset + (word & LENGTH_MASK) + OVERHEAD
+        if end > limit or _crc32(view[offset + 4 : end]) != crc:
             break
-        pending.append(frame)
-        offset += frame_size(frame)
-        if frame.end:
+        if _unpack_footer(buf, end - 4)[0] != end - offset:
+            break
+        pending.append(Frame(offset, seq, bytes(view[offset + 16 : end - 4]), word >= END))
+        offset = end
+        if word & END:
             committed.extend(pending)
             pending.clear()
             committed_end = offset

@@ -12,6 +12,10 @@ Crash safety: slots are written key first, seq last, and ``covered_seq`` (the ne
 whose id is in the index) only after them. A writer that finds ``covered_seq`` behind the
 WAL re-inserts the missing ids. Page-cache writes survive kill -9; after a reboot (the
 kernel boot id changed) anything newer than ``synced_seq`` (fsynced at seal) is re-inserted.
+
+Trust: the header names its store (:func:`store_stamp`). The writer starts the index again,
+and refills it from the log (sealed segments included), when it was deleted, belongs to
+another store, or knows seqs the log does not have (a log restored from an older copy).
 """
 
 from __future__ import annotations
@@ -31,12 +35,24 @@ SLOT = 24
 FIRST_BITS = 16
 MAX_LOAD = 0.7
 _SEQ = struct.Struct("<Q")
+_COUNT_AT = 48
+_STAMP_AT = 56  # 8 bytes naming the store this index belongs to (see store_stamp)
 _ZERO_SEQ = b"\0" * 8
 
 
 def key_of(event_id: str) -> bytes:
     """The 16-byte index key of an id."""
     return blake2b(event_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def store_stamp(marker: str) -> bytes:
+    """8 bytes identifying a store: its marker file's inode and mtime, hashed.
+
+    An index whose stamp differs is a cache of some other store (or of a copy): it is
+    rebuilt from the log. A copied store rebuilds its index once, which is only slower.
+    """
+    st = os.stat(marker)
+    return blake2b(f"{st.st_ino}:{st.st_mtime_ns}".encode(), digest_size=8).digest()
 
 
 def current_boot_id() -> bytes:
@@ -55,8 +71,11 @@ class _Table:
         flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
         fd = os.open(path, flags, 0o644)
         try:
-            if os.fstat(fd).st_size < size:
-                os.ftruncate(fd, size)  # sparse: untouched slots cost no disk
+            self.ino = os.fstat(fd).st_ino
+            # Allocated, not sparse: on a full disk, touching a hole of a shared mapping
+            # kills the process with SIGBUS; fallocate fails cleanly (ENOSPC) instead.
+            # Hashed slots spread over every page soon anyway, so sparseness saves little.
+            os.posix_fallocate(fd, 0, size)
             self.mm = mmap.mmap(fd, size)
         finally:
             os.close(fd)
@@ -70,7 +89,7 @@ class _Table:
     def lookup(self, key: bytes) -> int:
         mm = self.mm
         i = int.from_bytes(key[:8], "little") & self.mask
-        while True:
+        for _ in range(self.capacity):  # the load limit keeps free slots; never loop forever
             off = HEADER_SIZE + i * SLOT
             seq = mm[off + 16 : off + 24]
             if seq == _ZERO_SEQ:
@@ -78,6 +97,7 @@ class _Table:
             if mm[off : off + 16] == key:
                 return int(_SEQ.unpack(seq)[0])
             i = (i + 1) & self.mask
+        return 0
 
     def insert(self, key: bytes, seq: int) -> None:
         mm = self.mm
@@ -89,7 +109,7 @@ class _Table:
                 mm[off : off + 16] = key
                 mm[off + 16 : off + 24] = _SEQ.pack(seq)
                 if old == _ZERO_SEQ:
-                    struct.pack_into("<Q", mm, 56, self.count + 1)
+                    struct.pack_into("<Q", mm, _COUNT_AT, self.count + 1)
                 return
             i = (i + 1) & self.mask
 
@@ -107,7 +127,7 @@ class IdIndex:
         return os.path.join(self._dir, f"{n:03d}.idx")
 
     def _header(self) -> tuple[bytes, int, int, int, bytes, int]:
-        return HEADER.unpack_from(self._tables[0].mm, 0)  # type: ignore[return-value]
+        return HEADER.unpack_from(self._tables[0].mm, 0)
 
     def _open_new_tables(self) -> None:
         ntables = self._header()[1]
@@ -122,6 +142,27 @@ class IdIndex:
     @property
     def synced_seq(self) -> int:
         return self._header()[3]
+
+    @property
+    def stamp(self) -> bytes:
+        return bytes(self._tables[0].mm[_STAMP_AT : _STAMP_AT + 8])
+
+    def is_current(self) -> bool:
+        """False once the index files were deleted or replaced under this process."""
+        try:
+            return os.stat(self._path(0)).st_ino == self._tables[0].ino
+        except FileNotFoundError:
+            return False
+
+    def reset(self, stamp: bytes) -> None:
+        """Drop every entry (delete the tables) and start an empty index for ``stamp``."""
+        self.close()
+        for name in os.listdir(self._dir):
+            if name.endswith(".idx"):
+                os.unlink(os.path.join(self._dir, name))
+        self._tables = [_Table(self._path(0), FIRST_BITS, create=True)]
+        self._tables[0].mm[_STAMP_AT : _STAMP_AT + 8] = stamp
+        self._tables[0].mm[32:48] = current_boot_id()
 
     def set_covered(self, seq: int) -> None:
         struct.pack_into("<Q", self._tables[0].mm, 16, seq)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._codec import AnyEvent
 from ._events import Event
 from ._snapshot import Snapshot
-from ._store import Paths, init_store, require_store
+from ._store import init_store, require_store
 from ._writer import Durability, Receipt, Writer
 
 if TYPE_CHECKING:
@@ -178,5 +178,3 @@ class EventLog:
 def open_log(path: str | os.PathLike[str], **kwargs: Any) -> EventLog:
     """Open an existing store (``create=True`` to make one)."""
     return EventLog(path, **kwargs)
-
-

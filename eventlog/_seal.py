@@ -26,7 +26,8 @@ from . import _wal
 from ._arrow import events_to_table
 from ._codec import decode_many, now_us
 from ._errors import CorruptLogError
-from ._files import FileLock, fsync_dir
+from ._files import FileLock, fsync_dir, os_errors_as_storage
+from ._frames import Frame
 from ._manifest import FileCommitter, Garbage, Manifest, SegmentInfo
 from ._segments import read_segment, write_segment
 from ._store import Paths
@@ -55,7 +56,7 @@ def seal(paths: Paths, writer: Writer) -> SealResult:
     start = time.perf_counter()
     lock = FileLock(paths.seal_lock)
     try:
-        with lock.held():
+        with lock.held(), os_errors_as_storage(f"sealing {paths.root}"):
             new_base = writer.rotate()
             committer = FileCommitter(paths.manifest)
             manifest = committer.load()
@@ -87,7 +88,7 @@ def _seal_files(
     infos: list[SegmentInfo] = []
     rows = 0
     expect = sealed_seq + 1
-    frames = []
+    frames: list[Frame] = []
     for base, path in files:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
@@ -109,15 +110,13 @@ def _seal_files(
     return infos, rows
 
 
-def compact(
-    paths: Paths, small_rows: int = 100_000, target_rows: int = 1_000_000
-) -> CompactResult:
+def compact(paths: Paths, small_rows: int = 100_000, target_rows: int = 1_000_000) -> CompactResult:
     """Merge runs of adjacent small segments; events and seqs are unchanged."""
     start = time.perf_counter()
     lock = FileLock(paths.seal_lock)
     merged = created = rows = 0
     try:
-        with lock.held():
+        with lock.held(), os_errors_as_storage(f"compacting {paths.root}"):
             committer = FileCommitter(paths.manifest)
             manifest = committer.load()
             out: list[SegmentInfo] = []
@@ -172,8 +171,9 @@ def collect_garbage(paths: Paths, committer: FileCommitter, grace: float = GRACE
     keep = [g for g in manifest.garbage if g.since_us > cutoff]
     doomed = [g.file for g in manifest.garbage if g.since_us <= cutoff]
     if doomed:
-        committer.commit(msgspec.structs.replace(manifest, version=manifest.version + 1,
-                                                 garbage=keep))
+        committer.commit(
+            msgspec.structs.replace(manifest, version=manifest.version + 1, garbage=keep)
+        )
     listed = {s.file for s in manifest.segments} | {g.file for g in keep}
     for name in os.listdir(paths.segments):
         path = os.path.join(paths.segments, name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 
@@ -30,20 +31,26 @@ def write_segment(directory: str, table: pa.Table) -> SegmentInfo:
     name = segment_name(first, last)
     path = os.path.join(directory, name)
     tmp = path + ".tmp"
-    pq.write_table(
-        table,
-        tmp,
-        compression="zstd",
-        compression_level=ZSTD_LEVEL,
-        row_group_size=ROW_GROUP_ROWS,
-        write_statistics=True,
-        sorting_columns=[pq.SortingColumn(0)],
-    )
-    fd = os.open(tmp, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        pq.write_table(
+            table,
+            tmp,
+            compression="zstd",
+            compression_level=ZSTD_LEVEL,
+            row_group_size=ROW_GROUP_ROWS,
+            write_statistics=True,
+            sorting_columns=[pq.SortingColumn(0)],
+        )
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        # A full disk leaves a partial file: give its space back now, not after the grace.
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     os.replace(tmp, path)
     fsync_dir(directory)
     ts = pc.min_max(table["ts"].cast(pa.int64()))

@@ -22,7 +22,7 @@ class Paths(NamedTuple):
     seal_lock: str
     wal: str
     segments: str
-    index: str
+    id_index: str
     cache: str
     recovery_log: str
     dead_letter: str
@@ -56,7 +56,7 @@ def init_store(root: str | os.PathLike[str]) -> Paths:
             f"{paths.root}: expected an empty or missing directory for a new store; "
             "got a non-empty directory without an evolog store"
         )
-    for d in (paths.root, paths.wal, paths.segments, paths.index, paths.cache):
+    for d in (paths.root, paths.wal, paths.segments, paths.id_index, paths.cache):
         os.makedirs(d, exist_ok=True)
     atomic_write(paths.marker, msgspec.json.encode({"format": FORMAT, "kind": "evolog-store"}))
     fsync_dir(os.path.dirname(paths.root) or ".")
@@ -70,6 +70,6 @@ def require_store(root: str | os.PathLike[str]) -> Paths:
             f"{paths.root}: expected an evolog store; found none (create one with "
             f"`evolog init {paths.root}`)"
         )
-    for d in (paths.wal, paths.segments, paths.index, paths.cache):
+    for d in (paths.wal, paths.segments, paths.id_index, paths.cache):
         os.makedirs(d, exist_ok=True)
     return paths

@@ -53,8 +53,9 @@ def verify(paths: Paths) -> VerifyReport:
     wal_files = _wal.list_wal(paths.wal)
     head = _check_wal(wal_files, manifest.sealed_seq, problems, notes)
     events = max(head, manifest.sealed_seq)
-    return VerifyReport(not problems, events, len(manifest.segments), len(wal_files), problems,
-                        notes)
+    return VerifyReport(
+        not problems, events, len(manifest.segments), len(wal_files), problems, notes
+    )
 
 
 def _check_segment(paths: Paths, info: SegmentInfo) -> list[str]:

@@ -121,4 +121,15 @@ def read_frames(wal: WalFile) -> list[fr.Frame]:
     data = read_file(wal.fd, wal.size)
     if fr.read_base(data) != wal.base:
         raise CorruptLogError(f"{wal.path}: not a WAL file of base {wal.base}")
-    return fr.scan(data, fr.FILE_HEADER.size, wal.size).frames
+    result = fr.scan(data, fr.FILE_HEADER.size, wal.size)
+    if result.committed_end != wal.size:
+        # A torn tail (a writer mid-append, or killed) is skipped; damage with whole frames
+        # after it is not: a reader would silently miss them and a seal would delete them.
+        next_seq = result.frames[-1].seq + 1 if result.frames else wal.base
+        after = fr.valid_frame_after(data, result.stopped_at + 1, wal.size, next_seq)
+        if after is not None:
+            raise CorruptLogError(
+                f"{wal.path}: bad frame at byte {result.stopped_at} followed by a valid frame "
+                f"at byte {after}; this is damage inside the log. Run `evolog verify`."
+            )
+    return result.frames

@@ -16,11 +16,11 @@ import msgspec
 from . import _frames as fr
 from . import _wal
 from ._codec import AnyEvent, now_us, prepare
-from ._errors import ClosedError
+from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
 from ._files import FileLock, storage_error, write_all
-from ._idindex import IdIndex
-from ._manifest import FileCommitter
+from ._idindex import IdIndex, store_stamp
+from ._manifest import FileCommitter, Manifest
 from ._store import Paths
 
 Durability = Literal["always", "batch", "none"]
@@ -75,6 +75,14 @@ class Writer:
     # -- lock-held state -------------------------------------------------------------
     def _sync(self) -> None:
         """Bring the cached writer state up to date; caller holds the file lock."""
+        try:
+            self._sync_state()
+        except StorageError:
+            raise
+        except OSError as exc:  # e.g. no space for a new WAL file or id-index table
+            raise storage_error(exc, f"appending to {self.paths.root}") from None
+
+    def _sync_state(self) -> None:
         stamp = os.stat(self.paths.wal).st_mtime_ns
         if stamp != self._dir_stamp or self._fd < 0:
             self._open_active()
@@ -85,7 +93,14 @@ class Writer:
             self._next_seq, self._size, repair = _wal.check_tail(path, self._fd, size, self._base)
             if repair is not None:
                 self._report(repair)
+        if self._index is not None and not self._index.is_current():
+            self._index.close()  # deleted or replaced by another process: map the new one
+            self._index = None
         index = self._index_open()
+        if index.covered_seq > self._next_seq - 1:
+            # The index knows seqs this log does not have (the log was restored from an
+            # older copy): its entries cannot be told from ours, so start it again.
+            index.reset(store_stamp(self.paths.marker))
         if index.covered_seq < self._next_seq - 1:
             self._catch_up(index)
 
@@ -105,13 +120,33 @@ class Writer:
 
     def _index_open(self) -> IdIndex:
         if self._index is None:
-            self._index = IdIndex(self.paths.index)
-            self._index.check_boot()
+            index = IdIndex(self.paths.id_index)
+            stamp = store_stamp(self.paths.marker)
+            if index.stamp != stamp:
+                index.reset(stamp)  # new, or a cache of another store: rebuilt from the log
+            index.check_boot()
+            self._index = index
         return self._index
 
     def _catch_up(self, index: IdIndex) -> None:
-        """Re-insert ids of WAL records the index missed (a crash between write and insert)."""
-        covered = index.covered_seq
+        """Insert the ids the index misses: from the WAL after a crash between write and
+        insert; from sealed segments too when the index was lost or started again."""
+        for _ in range(100):
+            manifest = FileCommitter(self.paths.manifest).load()
+            covered = index.covered_seq
+            try:
+                if covered < manifest.sealed_seq:
+                    _insert_sealed_ids(self.paths, manifest, covered, index)
+                    index.sync(manifest.sealed_seq)
+                    covered = manifest.sealed_seq
+                self._insert_wal_ids(index, covered)
+            except FileNotFoundError:
+                continue  # a seal or compaction moved records meanwhile: read the new manifest
+            index.set_covered(self._next_seq - 1)
+            return
+        raise CorruptLogError(f"{self.paths.root}: could not rebuild the id index")
+
+    def _insert_wal_ids(self, index: IdIndex, covered: int) -> None:
         for base, path in _wal.list_wal(self.paths.wal):
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
@@ -121,7 +156,6 @@ class Writer:
                         index.insert(_id_decoder.decode(frame.body).id, frame.seq)
             finally:
                 os.close(fd)
-        index.set_covered(self._next_seq - 1)
 
     def _report(self, repair: _wal.Repair) -> None:
         import logging  # only on the rare repair path
@@ -199,8 +233,14 @@ class Writer:
         self._size = old + len(data)
         self._next_seq = items[-1][0] + 1
         index = self._index_open()
-        for seq, _, eid in items:
-            index.insert(eid, seq)
+        try:
+            for seq, _, eid in items:
+                index.insert(eid, seq)
+        except OSError:
+            # No room for a bigger index table. The records are written and acknowledged;
+            # covered_seq stays behind, so the next append re-inserts these ids (or fails
+            # cleanly with StorageError before writing anything).
+            return
         index.set_covered(self._next_seq - 1)
 
     # -- group commit ------------------------------------------------------------------
@@ -260,9 +300,11 @@ class Writer:
             with self._lock.held():
                 self._sync()
                 if self._size > fr.FILE_HEADER.size:
+                    # Create first: if that fails (a full disk) the old file stays active.
+                    fd, _ = _wal.create(self.paths.wal, self._next_seq)
                     os.close(self._fd)
+                    self._fd = fd
                     self._base = self._next_seq
-                    self._fd, _ = _wal.create(self.paths.wal, self._base)
                     self._size = fr.FILE_HEADER.size
                     self._dir_stamp = os.stat(self.paths.wal).st_mtime_ns
                 return self._base
@@ -285,3 +327,24 @@ class Writer:
             if self._index is not None:
                 self._index.close()
             self._lock.close()
+
+
+def _insert_sealed_ids(paths: Paths, manifest: Manifest, after: int, index: IdIndex) -> None:
+    """Insert the ids of sealed events with seq > ``after`` (rebuilding a lost index)."""
+    # Only a lost or foreign index gets here, never a normal append: pyarrow is loaded late.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for info in manifest.segments:
+        if info.last_seq <= after:
+            continue
+        path = os.path.join(paths.segments, info.file)
+        try:
+            table = pq.read_table(path, columns=["seq", "id"])
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            raise CorruptLogError(f"{path}: unreadable segment ({exc})") from None
+        for seq, eid in zip(table["seq"].to_pylist(), table["id"].to_pylist(), strict=True):
+            if seq > after:
+                index.insert(eid, seq)

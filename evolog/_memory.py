@@ -10,6 +10,7 @@ from eventlog import AnyEvent, Durability, Event, EventLog, Receipt
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
     from eventlog._seal import CompactResult, SealResult
     from eventlog._verify import VerifyReport
 

@@ -1,0 +1,47 @@
+"""Shared fixtures and options of the test suite.
+
+``--crash-loops N`` (or ``EVOLOG_CRASH_LOOPS=N``) sets how many times the crash tests
+kill a writer; the default is small so the suite stays fast, the ``long`` variants use 100.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "evolog",
+    deadline=None,  # file-system work on a shared 2-core machine has no stable latency
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "evolog"))
+
+DEFAULT_CRASH_LOOPS = 5
+LONG_CRASH_LOOPS = 100
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--crash-loops",
+        type=int,
+        default=None,
+        help="kills per crash test (default: $EVOLOG_CRASH_LOOPS or 5)",
+    )
+
+
+@pytest.fixture
+def crash_loops(request: pytest.FixtureRequest) -> int:
+    """How many kill -9 rounds a (non-long) crash test runs."""
+    option = request.config.getoption("--crash-loops")
+    if option is not None:
+        return int(option)
+    return int(os.environ.get("EVOLOG_CRASH_LOOPS", DEFAULT_CRASH_LOOPS))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    """A path for a new store (not created yet)."""
+    return tmp_path / "store"

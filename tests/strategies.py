@@ -1,0 +1,204 @@
+"""Hypothesis strategies for evolog's events: the project's single module of them.
+
+Strategies are derived from the msgspec schema itself (``msgspec.inspect``), so a field added
+to any event kind is generated without touching this file. Values stay inside what the log
+promises to store losslessly: 64-bit signed integers, finite floats, Unicode text without lone
+surrogates (astral characters included, and favoured), and JSON values in free-form fields
+(``observed``, ``baseline``, ``selector``).
+
+Public strategies:
+
+- :func:`texts`, :func:`ids`, :data:`INT64`, :data:`FLOATS`, :func:`json_values`,
+  :func:`json_objects`;
+- :func:`mutations`, :func:`personalities`;
+- :func:`events_of` (one kind), :func:`any_event` (every kind), :func:`event_lists`
+  (unique ids) and :func:`event_batches` (lists of such lists, ids unique across all).
+
+``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
+seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
+a test can compare a replay with exactly what it appended. ``complete=False`` leaves those
+envelope fields to the log's defaults some of the time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import msgspec
+from hypothesis import strategies as st
+
+from eventlog import EVENT_TYPES, MAX_EVENT_BYTES, Attempt, Event, Mutation, Personality
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+MAX_ID_CHARS = 256
+
+#: Characters outside the Basic Multilingual Plane (4 bytes in UTF-8, 2 units in UTF-16).
+ASTRAL = "😀🧬𝔘𝕏𠜎🀄\U0001f9ea\U000e0041\U0010fffd"
+#: Characters that tend to break naive text handling: NUL, controls, separators, BOM, RTL.
+AWKWARD = '\x00\x01\x1f\x7f\n\r\t"\\/\u2028\u2029\ufeff\u200b\u202e\u00e9\u0301'
+
+INT64 = st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
+FLOATS = st.floats(allow_nan=False, allow_infinity=False)
+TIMESTAMPS = st.integers(min_value=1, max_value=INT64_MAX)
+
+_chars = st.one_of(
+    st.characters(codec="utf-8"),
+    st.sampled_from(ASTRAL),
+    st.sampled_from(AWKWARD),
+)
+
+
+def texts(min_size: int = 0, max_size: int = 24) -> st.SearchStrategy[str]:
+    """Unicode text (valid UTF-8) with astral and awkward characters mixed in."""
+    return st.text(_chars, min_size=min_size, max_size=max_size)
+
+
+def ids() -> st.SearchStrategy[str]:
+    """Client idempotency keys: non-empty, at most the log's 256 characters."""
+    return st.one_of(
+        texts(min_size=1, max_size=12),
+        st.text(_chars, min_size=MAX_ID_CHARS - 2, max_size=MAX_ID_CHARS),
+        st.uuids().map(str),
+    )
+
+
+def json_values(max_leaves: int = 12) -> st.SearchStrategy[Any]:
+    """Any JSON value (int64 integers, finite floats, text keys), nested."""
+    scalars = st.one_of(st.none(), st.booleans(), INT64, FLOATS, texts())
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=4), st.dictionaries(texts(max_size=8), inner, max_size=4)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+def json_objects() -> st.SearchStrategy[dict[str, Any]]:
+    """A JSON object, as ``observed`` and ``baseline`` hold."""
+    return st.dictionaries(texts(max_size=8), json_values(), max_size=5)
+
+
+def _strategy_for(t: Any) -> st.SearchStrategy[Any]:
+    """A strategy for one ``msgspec.inspect`` type node."""
+    mi = msgspec.inspect
+    if isinstance(t, mi.UnionType):
+        return st.one_of(*(_strategy_for(x) for x in t.types))
+    if isinstance(t, mi.NoneType):
+        return st.none()
+    if isinstance(t, mi.LiteralType):
+        return st.sampled_from(t.values)
+    if isinstance(t, mi.StrType):
+        return texts()
+    if isinstance(t, mi.BoolType):
+        return st.booleans()
+    if isinstance(t, mi.IntType):
+        lo = INT64_MIN if t.ge is None else max(t.ge, INT64_MIN)
+        hi = INT64_MAX if t.le is None else min(t.le, INT64_MAX)
+        return st.integers(min_value=lo, max_value=hi)
+    if isinstance(t, mi.FloatType):
+        return FLOATS
+    if isinstance(t, mi.ListType):
+        return st.lists(_strategy_for(t.item_type), max_size=4)
+    if isinstance(t, mi.DictType):
+        return st.dictionaries(_strategy_for(t.key_type), _strategy_for(t.value_type), max_size=5)
+    if isinstance(t, mi.StructType):
+        return _struct_strategy(t.cls)
+    if isinstance(t, mi.AnyType):
+        return json_values()
+    raise TypeError(f"tests/strategies.py: no strategy for schema type {t!r}; add one")
+
+
+def _struct_strategy(cls: type[msgspec.Struct]) -> st.SearchStrategy[Any]:
+    info = msgspec.inspect.type_info(cls)
+    required = {f.name: _strategy_for(f.type) for f in info.fields if f.required}  # type: ignore[attr-defined]
+    optional = {f.name: _strategy_for(f.type) for f in info.fields if not f.required}  # type: ignore[attr-defined]
+    return st.fixed_dictionaries(required, optional=optional).map(lambda kw: cls(**kw))
+
+
+def mutations() -> st.SearchStrategy[Mutation]:
+    """An evolver mutation with any subset of its optional fields."""
+    return _struct_strategy(Mutation)
+
+
+def personalities() -> st.SearchStrategy[Personality]:
+    """An evolver personality state with any subset of its optional fields."""
+    return _struct_strategy(Personality)
+
+
+_ENVELOPE = {"id", "seq", "ts", "agent", "session", "source", "v"}
+
+
+def _envelope(complete: bool) -> st.SearchStrategy[dict[str, Any]]:
+    fields: dict[str, st.SearchStrategy[Any]] = {
+        "id": ids() if complete else st.one_of(st.just(""), ids()),
+        "ts": TIMESTAMPS if complete else st.one_of(st.just(0), TIMESTAMPS),
+        "agent": texts(max_size=10),
+        "session": st.none() | texts(max_size=10),
+        "source": st.sampled_from(["real", "simulated", "dreamed"]),
+    }
+    # A client-sent seq is ignored by append; sending one must not matter.
+    seq = st.just(0) if complete else st.integers(min_value=0, max_value=INT64_MAX)
+    return st.fixed_dictionaries(fields, optional={"seq": seq})
+
+
+def _complete(event: Event) -> Event:
+    """Fill what ``append`` would fill, so the stored event equals the generated one."""
+    changes: dict[str, Any] = {}
+    if isinstance(event, Attempt) and not event.action_id:
+        changes["action_id"] = event.id
+    if getattr(event, "signals", None) and not getattr(event, "key", "x"):
+        changes["key"] = "k"
+    return msgspec.structs.replace(event, **changes) if changes else event
+
+
+def _fits(event: Event) -> bool:
+    return len(msgspec.msgpack.encode(event)) <= MAX_EVENT_BYTES
+
+
+def events_of(cls: type[Event], complete: bool = True) -> st.SearchStrategy[Event]:
+    """Events of one kind with arbitrary field values (any subset of optional fields)."""
+    info = msgspec.inspect.type_info(cls)
+    body = {
+        f.name: _strategy_for(f.type)
+        for f in info.fields  # type: ignore[attr-defined]
+        if f.name not in _ENVELOPE
+    }
+    strategy = st.builds(
+        lambda env, kw: cls(**env, **kw),
+        _envelope(complete),
+        st.fixed_dictionaries({}, optional=body),
+    )
+    if complete:
+        strategy = strategy.map(_complete)
+    return strategy.filter(_fits)
+
+
+def any_event(complete: bool = True) -> st.SearchStrategy[Event]:
+    """An event of any kind in :data:`eventlog.EVENT_TYPES`."""
+    return st.one_of(*(events_of(cls, complete) for cls in EVENT_TYPES))
+
+
+def event_lists(
+    min_size: int = 0, max_size: int = 20, complete: bool = True
+) -> st.SearchStrategy[list[Event]]:
+    """Events of mixed kinds with pairwise distinct ids."""
+    return st.lists(
+        any_event(complete), min_size=min_size, max_size=max_size, unique_by=lambda e: e.id
+    )
+
+
+def event_batches(max_batches: int = 6, max_batch: int = 8) -> st.SearchStrategy[list[list[Event]]]:
+    """Batches of complete events, ids unique across all batches (for append_many)."""
+
+    def split(events: list[Event], cuts: list[int]) -> list[list[Event]]:
+        bounds = sorted({min(c, len(events)) for c in cuts} | {0, len(events)})
+        return [events[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+    return st.builds(
+        split,
+        event_lists(min_size=1, max_size=max_batches * max_batch),
+        st.lists(st.integers(min_value=0, max_value=max_batches * max_batch), max_size=max_batches),
+    )

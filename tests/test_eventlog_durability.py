@@ -1,0 +1,123 @@
+"""Durability policies: ``batch`` (group commit) and ``none``, seen from other processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _eventlog_util import REPO, read_log
+
+from eventlog import EventLog, Note
+
+_IDS = (
+    "import sys; from eventlog import EventLog\n"
+    "with EventLog(sys.argv[1]) as log: print(' '.join(e.id for e in log.replay()))\n"
+)
+_APPEND = (
+    "import sys; from eventlog import EventLog, Note\n"
+    "with EventLog(sys.argv[1]) as log: print(log.append(Note(id=sys.argv[2])))\n"
+)
+
+
+def other_process(code: str, *args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def ids_seen_elsewhere(store: Path) -> list[str]:
+    return other_process(_IDS, str(store)).split()
+
+
+def test_batch_returns_seqs_at_once_and_is_visible_after_flush(store: Path) -> None:
+    # group_size above the number of appends: nothing is written until flush().
+    with EventLog(store, create=True, durability="batch", group_ms=60_000, group_size=5000) as log:
+        start = time.perf_counter()
+        seqs = [log.append(Note(id=f"b{i}")) for i in range(2000)]
+        elapsed = time.perf_counter() - start
+        assert seqs == list(range(1, 2001))
+        assert elapsed < 2.0, f"2000 group-committed appends took {elapsed:.2f} s"
+        assert ids_seen_elsewhere(store) == [], "unflushed appends are visible"
+        log.flush()
+        assert ids_seen_elsewhere(store) == [f"b{i}" for i in range(2000)]
+        assert log.append(Note(id="after-flush")) == 2001
+    # close() flushes too
+    assert ids_seen_elsewhere(store)[-1] == "after-flush"
+    assert len(read_log(store)) == 2001
+
+
+def test_batch_group_commits_on_its_own_within_group_ms(store: Path) -> None:
+    with EventLog(store, create=True, durability="batch", group_ms=20) as log:
+        log.append_many([Note(id="t1"), Note(id="t2")])
+        deadline = time.monotonic() + 10
+        while ids_seen_elsewhere(store) != ["t1", "t2"]:
+            assert time.monotonic() < deadline, "the group commit timer never flushed"
+            time.sleep(0.05)
+
+
+def test_batch_writer_and_other_writers_share_one_sequence(store: Path) -> None:
+    """A group-committing writer holds the write lock until it flushes; another process's
+    append waits for it and gets the next seq, never an interleaved or duplicate one."""
+    with EventLog(store, create=True, durability="batch", group_ms=60_000) as log:
+        log.append_many([Note(id=f"p{i}") for i in range(3)])
+        child = subprocess.Popen(
+            [sys.executable, "-c", _APPEND, str(store), "child"],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(0.5)
+        assert child.poll() is None, "the other writer did not wait for the lock"
+        log.append(Note(id="p3"))
+        log.flush()
+        out, _ = child.communicate(timeout=60)
+        assert out.strip() == "5"
+        assert log.append(Note(id="p4")) == 6
+    assert [e.id for e in read_log(store)] == ["p0", "p1", "p2", "p3", "child", "p4"]
+
+
+def test_flushed_batch_survives_kill_unflushed_is_absent(store: Path, tmp_path: Path) -> None:
+    code = (
+        "import sys, time; from eventlog import EventLog, Note\n"
+        "log = EventLog(sys.argv[1], create=True, durability='batch', group_ms=60_000)\n"
+        "log.append_many([Note(id=f'f{i}') for i in range(100)])\n"
+        "log.flush()\n"
+        "log.append_many([Note(id=f'u{i}') for i in range(100)])\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(store)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    child.kill()
+    child.communicate(timeout=60)
+    assert [e.id for e in read_log(store)] == [f"f{i}" for i in range(100)]
+    with EventLog(store) as log:  # the killed writer's lock is gone with it
+        assert log.append(Note(id="u0")) == 101
+
+
+def test_none_is_visible_at_once_and_survives_kill(store: Path) -> None:
+    code = (
+        "import sys, time; from eventlog import EventLog, Note\n"
+        "log = EventLog(sys.argv[1], create=True, durability='none')\n"
+        "print(log.append_many([Note(id=f'n{i}') for i in range(50)])[-1], flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(store)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "50"
+    assert ids_seen_elsewhere(store) == [f"n{i}" for i in range(50)]  # while it still runs
+    child.kill()
+    child.communicate(timeout=60)
+    assert [e.id for e in read_log(store)] == [f"n{i}" for i in range(50)]
+    with EventLog(store, durability="none") as log:
+        assert log.append(Note(id="n0")) == 1
+        assert log.append(Note(id="n50")) == 51
