@@ -176,9 +176,26 @@ def _validation_error(exc: msgspec.ValidationError, data: Any, where: str) -> In
     if "`$.kind`" in msg or "Object missing required field `kind`" in msg:
         return _kind_error(data, where)
     field = msg.rsplit("at `$.", 1)[1].rstrip("`") if "at `$." in msg else ""
-    kind = data.get("kind", "?") if isinstance(data, dict) else "?"
+    kind = data.get("kind", "?")
+    detail = msg.split(" - at `", 1)[0]
+    if detail.startswith("Invalid enum value"):
+        allowed = _literal_values(KINDS.get(kind), field)
+        detail = f"expected one of {', '.join(allowed)}; got {detail.split(' ', 3)[-1]}"
+    elif detail.startswith("Object missing required field"):
+        missing = detail.rsplit(" ", 1)[-1].strip("`")
+        field = f"{field}.{missing}" if field else missing
+        detail = "expected a value; got none"
     prefix = f"{kind} event, field '{field}'" if field else f"{kind} event"
-    return InvalidEventError(f"{prefix}: {msg}", where=where, field=field)
+    return InvalidEventError(f"{prefix}: {detail}", where=where, field=field)
+
+
+def _literal_values(cls: type[Event] | None, field: str) -> list[str]:
+    import typing
+
+    if cls is None:
+        return []
+    hints = typing.get_type_hints(cls)
+    return [str(v) for v in typing.get_args(hints.get(field))]
 
 
 def parse_ts(value: Any, where: str = "") -> int:
@@ -259,8 +276,15 @@ def _loads_or_raise(line: bytes | str, where: str) -> Any:
                     where=where,
                 ) from None
         raise InvalidEventError(
-            f"expected one JSON object; got malformed JSON ({exc})", where=where
+            f"expected one JSON object; got malformed JSON ({_json_problem(exc)})", where=where
         ) from None
+
+
+def _json_problem(exc: msgspec.DecodeError) -> str:
+    text = str(exc)
+    if text.startswith("Number out of range"):
+        return "a number outside the 64-bit float range"
+    return text
 
 
 def from_builtins(data: Any, where: str = "") -> AnyEvent:

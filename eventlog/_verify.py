@@ -51,7 +51,9 @@ def verify(paths: Paths) -> VerifyReport:
         if name not in listed:
             notes.append(f"segments/{name}: not in the manifest (ignored; collected at next seal)")
     wal_files = _wal.list_wal(paths.wal)
-    head = _check_wal(wal_files, manifest.sealed_seq, problems, notes)
+    tail_ids: list[str] = []
+    head = _check_wal(wal_files, manifest.sealed_seq, problems, notes, tail_ids)
+    problems.extend(_duplicate_ids(paths, manifest.segments, tail_ids))
     events = max(head, manifest.sealed_seq)
     return VerifyReport(
         not problems, events, len(manifest.segments), len(wal_files), problems, notes
@@ -80,8 +82,29 @@ def _check_segment(paths: Paths, info: SegmentInfo) -> list[str]:
     return out
 
 
+def _duplicate_ids(paths: Paths, segments: list[SegmentInfo], tail_ids: list[str]) -> list[str]:
+    """Idempotency means an id is in the log once; say so if it is not."""
+    chunks = [pa.array(tail_ids, pa.string())]
+    for info in segments:
+        path = os.path.join(paths.segments, info.file)
+        try:
+            chunks.extend(pq.read_table(path, columns=["id"])["id"].chunks)
+        except (OSError, pa.ArrowException):
+            continue  # reported by the segment check
+    counts = pc.value_counts(pa.chunked_array(chunks, pa.string()).combine_chunks())
+    dup = counts.filter(pc.greater(counts.field("counts"), 1))
+    if len(dup) == 0:
+        return []
+    first = dup[0].as_py()
+    return [f"{len(dup)} ids appear more than once (e.g. {first['values']!r} x{first['counts']})"]
+
+
 def _check_wal(
-    files: list[tuple[int, str]], sealed: int, problems: list[str], notes: list[str]
+    files: list[tuple[int, str]],
+    sealed: int,
+    problems: list[str],
+    notes: list[str],
+    ids: list[str],
 ) -> int:
     expect = sealed + 1
     head = 0
@@ -110,7 +133,7 @@ def _check_wal(
             expect = frame.seq + 1
             head = frame.seq
             try:
-                decode(frame.body)
+                ids.append(decode(frame.body).id)
             except msgspec.MsgspecError as exc:
                 problems.append(f"wal/{name}: seq {frame.seq} does not decode ({exc})")
     return head

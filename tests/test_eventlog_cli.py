@@ -78,7 +78,7 @@ BAD_INPUT: list[tuple[str, list[str], bytes | None, list[str]]] = [
         "missing-nested-field",
         [],
         b'{"kind":"outcome","mutation":{"category":"x"}}\n',
-        ["'mutation'", "missing required field `id`"],
+        ["'mutation.id'", "expected a value", "got none"],
     ),
     ("unknown-field", ['{"kind":"note","txt":"x"}'], None, ["unknown field 'txt'", "expected"]),
     ("bad-ts", ['{"kind":"note","ts":"yesterday"}'], None, ["'ts'", "expected ISO-8601", "got"]),
