@@ -1,8 +1,24 @@
 """Advice: which gene or strategy to use for a set of signals, and which to avoid.
 
-The ``evolver`` policy reproduces evolver's getMemoryAdvice decision for decision; the
-signal-key primitives it uses live in :mod:`eventlog` (keys are part of the event schema)
-and are re-exported here.
+Two policies answer the same question in the same shape (evolver's ``getAdvice`` result plus
+a scored list with evidence): ``evolog`` (the default; per-event decay over all history, bans
+only on evidence of failure, "explore" when nothing is known) and ``evolver``, which
+reproduces evolver's getMemoryAdvice decision for decision on the last 2000 evolver-kind
+events. :class:`AdviceEngine` keeps the folded log warm between calls. Evolver memory graphs
+are imported (and followed) losslessly; attempts are closed by action id, exactly once.
+The signal-key primitives live in :mod:`eventlog` (keys are part of the event schema) and
+are re-exported here.
+
+Errors (all in this package derive from :class:`AdviceError`)::
+
+    AdviceError
+    ├── InvalidInputError
+    ├── AttemptError
+    │   ├── UnknownAttemptError
+    │   └── AttemptAlreadyClosedError
+    ├── EvolverSourceError
+    ├── LogReadError
+    └── IndexBackendError
 """
 
 from eventlog._signalkey import (
@@ -15,18 +31,64 @@ from eventlog._signalkey import (
     stable_hash,
 )
 
+from ._attempts import close_attempt, open_attempts, outcome_id
+from ._engine import POLICIES, Advice, AdviceEngine
+from ._errors import (
+    AdviceError,
+    AttemptAlreadyClosedError,
+    AttemptError,
+    EvolverSourceError,
+    IndexBackendError,
+    InvalidInputError,
+    LogReadError,
+    UnknownAttemptError,
+)
+from ._evolog_policy import EvologParams
+from ._evolver_export import apply_patch, canonical_evolver, to_evolver
+from ._evolver_file import ImportReport, import_evolver
+from ._evolver_follow import follow_evolver
+from ._evolver_import import evolver_to_event, patch_supported
 from ._evolver_policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
+from ._outcomes import InferredOutcome, infer_from_signals, infer_outcome
+from ._state import AttemptInfo
 
 __all__ = [
+    "POLICIES",
+    "Advice",
+    "AdviceEngine",
+    "AdviceError",
+    "AttemptAlreadyClosedError",
+    "AttemptError",
+    "AttemptInfo",
+    "EvologParams",
     "EvolverAdvice",
+    "EvolverSourceError",
+    "ImportReport",
+    "IndexBackendError",
+    "InferredOutcome",
+    "InvalidInputError",
+    "LogReadError",
     "ScoredGene",
+    "UnknownAttemptError",
+    "apply_patch",
+    "canonical_evolver",
+    "close_attempt",
     "compute_signal_key",
     "evolver_advice",
+    "evolver_to_event",
     "extract_error_signature",
+    "follow_evolver",
     "has_error_signal",
+    "import_evolver",
+    "infer_from_signals",
+    "infer_outcome",
     "jaccard",
     "normalize_error_signature",
     "normalize_signals_for_matching",
+    "open_attempts",
+    "outcome_id",
+    "patch_supported",
     "read_evolver_jsonl_tail",
     "stable_hash",
+    "to_evolver",
 ]

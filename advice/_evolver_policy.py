@@ -215,6 +215,10 @@ def _candidate_keys(events: Sequence[object], cur_signals: object) -> list[tuple
     query = set(normalize_signals_for_matching(cur_signals))
     candidates = [(cur_key, 1.0)]
     seen = {cur_key}
+    # Windows repeat a few signal lists many times; similarity depends only on the list, so
+    # lists of plain strings are scored once (other values could compare equal in Python yet
+    # stringify differently in JavaScript, e.g. 1 and true).
+    memo: dict[tuple[str, ...], float] = {}
     for ev in events:
         if _get(ev, "type") != EVENT_TYPE:
             continue  # every kind counts, including snapshots that scoring never reads
@@ -225,7 +229,13 @@ def _candidate_keys(events: Sequence[object], cur_signals: object) -> list[tuple
             continue
         # Measured against the event's raw signal list, not its stored key; a key below the
         # threshold is not marked seen, so a later event with the same key is tried again.
-        sim = jaccard_sets(query, set(normalize_signals_for_matching(_get(signal, "signals"))))
+        raw = _get(signal, "signals")
+        plain = tuple(raw) if isinstance(raw, list) and all(type(x) is str for x in raw) else None
+        sim = memo.get(plain) if plain is not None else None
+        if sim is None:
+            sim = jaccard_sets(query, set(normalize_signals_for_matching(raw)))
+            if plain is not None:
+                memo[plain] = sim
         if sim >= NEIGHBOUR_MIN_SIMILARITY:
             candidates.append((key, sim))
             seen.add(key)

@@ -11,15 +11,21 @@ uses) and committed by one manifest update. The incremental step appends real ev
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from eventlog import Attempt, Outcome, Step, init_store
+from eventlog import Attempt, EventLog, Outcome, Step, init_store
 from eventlog._arrow import SCHEMA, TS_TYPE
 from eventlog._manifest import FileCommitter, Manifest
 from eventlog._segments import write_segment
@@ -46,12 +52,14 @@ def _random_ids(rng: np.random.Generator, n: int, width: int = 26) -> pa.Array:
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(chars)])
 
 
-def synth_table(first_seq: int, n: int, total: int, seed: int) -> pa.Table:
+def synth_table(
+    first_seq: int, n: int, total: int, seed: int, bare_fraction: float = 0.0
+) -> pa.Table:
     """Rows ``first_seq .. first_seq+n-1`` of a synthetic history of ``total`` events.
 
     Cycles of signal, hypothesis, attempt, two steps and an outcome share an action id, a
-    signal key and a gene; 10% of outcomes carry neither key nor gene (they fall back to
-    their attempt's); timestamps advance with seq with up to an hour of jitter.
+    signal key and a gene; a ``bare_fraction`` of outcomes carries neither key nor gene (they
+    fall back to their attempt's); timestamps advance with seq with up to an hour of jitter.
     """
     rng = np.random.default_rng(seed + first_seq)
     seq = np.arange(first_seq, first_seq + n, dtype=np.int64)
@@ -66,7 +74,7 @@ def synth_table(first_seq: int, n: int, total: int, seed: int) -> pa.Table:
     k, g, ok = key_of[cycle], gene_of[cycle], ok_of[cycle]
     kind = np.asarray(pos)
     is_outcome = kind == 5
-    bare = is_outcome & (rng.random(n) < 0.1)
+    bare = is_outcome & (rng.random(n) < bare_fraction)
     ts = START_US + (seq * (SPAN_US / max(total, 1))).astype(np.int64)
     ts += rng.integers(0, 3_600_000_000, size=n)
     has_key = np.isin(kind, (0, 1, 2, 5)) & ~bare
@@ -95,13 +103,13 @@ def synth_table(first_seq: int, n: int, total: int, seed: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=SCHEMA)
 
 
-def make_store(path: Path, total: int, seed: int = 7) -> None:
+def make_store(path: Path, total: int, seed: int = 7, bare: float = 0.0) -> None:
     """A sealed store of ``total`` synthetic events."""
     paths = init_store(path)
     infos = []
     for first in range(1, total + 1, SEGMENT_ROWS):
         n = min(SEGMENT_ROWS, total - first + 1)
-        infos.append(write_segment(paths.segments, synth_table(first, n, total, seed)))
+        infos.append(write_segment(paths.segments, synth_table(first, n, total, seed, bare)))
     FileCommitter(paths.manifest).commit(Manifest(version=1, sealed_seq=total, segments=infos))
 
 
@@ -121,14 +129,160 @@ def new_events(n: int, start_ts: int, tag: str) -> list[Attempt | Step | Outcome
     return out
 
 
-def median_time(fn: Callable[[], object], runs: int) -> float:
-    times = []
+def _medians(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Median seconds of each function, the runs interleaved so noise hits all alike."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(runs):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def _raw_group_by(store: Path) -> Callable[[], object]:
+    import duckdb
+
+    files = sorted(str(p) for p in (store / "segments").glob("*.parquet"))
+    con = duckdb.connect(config={"autoinstall_known_extensions": False})
+    sql = (
+        "SELECT key, gene, count(*) FILTER (WHERE status = 'success') AS s, "
+        "count(*) FILTER (WHERE status = 'failed') AS f, count(*) AS n, min(ts), max(ts) "
+        f"FROM read_parquet({files!r}) WHERE kind = 'outcome' GROUP BY key, gene"
+    )
+    return lambda: con.sql(sql).to_arrow_table()
+
+
+def _rebuild(proj: Any) -> None:
+    proj.clear_cache()
+    proj.refresh()
+
+
+def full_rebuild(store: Path, runs: int) -> None:
+    """Edge stats from scratch vs DuckDB's raw GROUP BY over the same segments."""
+    from projections._api import Projections
+
+    now = START_US + SPAN_US
+    cached = Projections(store)
+    fns: dict[str, Callable[[], object]] = {
+        "raw GROUP BY": _raw_group_by(store),
+        "full rebuild, newest": lambda: Projections(store, cache=False).edges(now=now),
+        "full rebuild, per_event": lambda: Projections(store, cache=False).edges(
+            now=now, mode="per_event"
+        ),
+        "checkpoint rebuild (to file)": lambda: _rebuild(cached),
+    }
+    med = _medians(fns, runs)
+    base = med["raw GROUP BY"]
+    for name, sec in med.items():
+        print(f"  {name:<30} {sec * 1000:8.1f} ms   ratio {sec / base:5.2f}")
+
+
+def incremental(store: Path, runs: int, batch: int = 10_000) -> None:
+    """Refresh after ``batch`` new events: in the WAL tail, and sealed into a segment."""
+    from projections._api import Projections
+
+    proj = Projections(store)
+    proj.refresh()
+    wal, sealed, query = [], [], []
+    with EventLog(store, durability="none", auto_seal="off") as log:
+        for r in range(runs):
+            log.append_many(new_events(batch, START_US + SPAN_US + r * 10**10, f"w{r}"))
+            t = time.perf_counter()
+            proj.refresh()
+            wal.append(time.perf_counter() - t)
+            log.seal()
+            log.append_many(new_events(batch, START_US + SPAN_US + r * 10**10 + 5, f"s{r}"))
+            log.seal()
+            t = time.perf_counter()
+            proj.refresh()
+            sealed.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            proj.edges(now=START_US + SPAN_US)
+            query.append(time.perf_counter() - t)
+    print(f"  refresh, {batch} events in the WAL tail   {statistics.median(wal) * 1000:8.1f} ms")
+    print(f"  refresh, {batch} events sealed           {statistics.median(sealed) * 1000:8.1f} ms")
+    print(f"  edges() from the refreshed checkpoint   {statistics.median(query) * 1000:8.1f} ms")
+
+
+# What `evolog sql` runs, for a tree where the lead has not wired the command in yet.
+_RUNNER = (
+    "import argparse, sys\n"
+    "from evolog._cli_sql import add_sql_commands\n"
+    "p = argparse.ArgumentParser(); p.add_argument('--store')\n"
+    "add_sql_commands(p.add_subparsers(dest='command'))\n"
+    "a = p.parse_args(); sys.exit(a.func(a))\n"
+)
+
+
+def _sql_wired() -> bool:
+    import contextlib
+    import io
+
+    from evolog._cli import build_parser
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            build_parser().parse_args(["sql", "SELECT 1"])
+    except SystemExit:
+        return False
+    return True
+
+
+def cold_sql(store: Path, runs: int) -> None:
+    """A cold ``evolog sql "SELECT count(*) FROM events"`` vs a bare DuckDB process."""
+    files = sorted(str(p) for p in (store / "segments").glob("*.parquet"))
+    query = f"SELECT count(*) FROM read_parquet({files!r})"
+    base = [
+        sys.executable,
+        "-c",
+        f"import duckdb, pyarrow; duckdb.connect().sql({query!r}).to_arrow_table()",
+    ]
+    args = ["--store", str(store), "sql", "SELECT count(*) FROM events", "--format", "csv"]
+    ours = (
+        [sys.executable, "-m", "evolog", *args]
+        if _sql_wired()
+        else [sys.executable, "-c", _RUNNER, *args]
+    )
+
+    def run(cmd: list[str]) -> Callable[[], object]:
+        return lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+    med = _medians(
+        {"python + duckdb + pyarrow count(*)": run(base), "evolog sql count(*)": run(ours)}, runs
+    )
+    b, o = med["python + duckdb + pyarrow count(*)"], med["evolog sql count(*)"]
+    print(
+        f"  cold evolog sql count(*)   {o * 1000:7.1f} ms (goal <= 300)  vs bare process "
+        f"{b * 1000:6.1f} ms -> ratio {o / b:.2f}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument(
+        "--bare",
+        type=float,
+        default=0.0,
+        help="fraction of outcomes without key and gene (resolved via attempts)",
+    )
+    ap.add_argument("--dir", help="keep the synthetic store here (default: a temp dir)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        store = Path(tmp) / f"store-{args.events}"
         t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        make_store(store, args.events, bare=args.bare)
+        print(
+            f"{args.events} events ({args.bare:.0%} bare outcomes), store written in "
+            f"{time.perf_counter() - t:.1f} s; medians of {args.runs} runs"
+        )
+        full_rebuild(store, args.runs)
+        cold_sql(store, args.runs)
+        incremental(store, args.runs)
+        os.sync()
 
 
 if __name__ == "__main__":
-    print("see main() below")
+    main()

@@ -1,14 +1,42 @@
 """Dream cycles: the opcode ISA, its parser and VM, dreamers and the memory graph.
 
 A dreamer writes a program in a small text ISA; the parser turns it into typed
-instructions with line-numbered diagnostics; the VM stages its effects; the cycle appends
-every effect as an event, so a replay rebuilds the memory graph without a model.
+instructions with line-numbered diagnostics; the VM stages its effects on an overlay of the
+memory graph; the cycle appends every effect as an event in one atomic batch, so a replay
+rebuilds the memory graph without a model, and a retraction undoes a cycle.
 
 Errors::
 
-    SerializationError   an instruction cannot be written as one ISA line
+    DreamError                    base of the errors below
+    ├── ProgramError              a program failed in the VM (a dangling node, a bad index)
+    ├── CycleError                a dream cycle failed; nothing of it was appended
+    ├── UndoError                 unknown or already undone cycle, or later cycles depend on it
+    └── DreamerError              a dreamer could not produce a program
+        ├── DreamerConfigError    missing API key or SDK, a bad option
+        ├── DreamerConnectionError the API could not be reached (after retries)
+        ├── DreamerOutputError    the reply was not a valid program (after a repair turn)
+        └── DreamerAPIError       the API answered with an error status (after retries)
+            └── DreamerRateLimitError  rate limited (429) or overloaded (529)
+    SerializationError            an instruction cannot be written as one ISA line
 """
 
+from ._claude import DEFAULT_MODEL as CLAUDE_DEFAULT_MODEL
+from ._claude import ClaudeDreamer, strip_fences
+from ._cycle import CycleReport, DreamConfig, DreamReport, cycle_id, dream, dream_lock
+from ._dreamer import Dreamer, DreamProgram, LinkCandidate, clean_text
+from ._errors import (
+    CycleError,
+    DreamerAPIError,
+    DreamerConfigError,
+    DreamerConnectionError,
+    DreamerError,
+    DreamerOutputError,
+    DreamerRateLimitError,
+    DreamError,
+    ProgramError,
+    UndoError,
+)
+from ._heuristic import HeuristicDreamer, classify_failure, confidence_of
 from ._opcodes import (
     EDGE_TYPES,
     FAILURE_CLASSES,
@@ -29,6 +57,7 @@ from ._parser import (
     parse_program,
     tokenize_line,
 )
+from ._phases import FIDELITY
 from ._program import (
     ISA_REGISTRY,
     ISA_VERSION,
@@ -47,11 +76,16 @@ from ._serializer import (
     serialize_instruction,
     serialize_program,
 )
+from ._traces import Trace, TraceStep, load_traces
+from ._undo import dependent_cycles, undo_cycle
+from ._vm import VMContext, VMResult, run_program
 
 __all__ = [
+    "CLAUDE_DEFAULT_MODEL",
     "DEFAULT_MAX_INSTRUCTIONS",
     "EDGE_TYPES",
     "FAILURE_CLASSES",
+    "FIDELITY",
     "ISA_REGISTRY",
     "ISA_VERSION",
     "LAST_PARENT",
@@ -59,24 +93,57 @@ __all__ = [
     "MAX_INDEX",
     "SIGNATURES",
     "ArgKind",
+    "ClaudeDreamer",
+    "CycleError",
+    "CycleReport",
     "Diagnostic",
     "DiagnosticCode",
+    "DreamConfig",
+    "DreamError",
+    "DreamProgram",
+    "DreamReport",
+    "Dreamer",
+    "DreamerAPIError",
+    "DreamerConfigError",
+    "DreamerConnectionError",
+    "DreamerError",
+    "DreamerOutputError",
+    "DreamerRateLimitError",
+    "HeuristicDreamer",
     "Instruction",
     "IsaRegistry",
     "IsaVersion",
+    "LinkCandidate",
     "Opcode",
     "OpcodeGroup",
     "Param",
     "Program",
+    "ProgramError",
     "SerializationError",
     "Signature",
     "TokenizerMode",
+    "Trace",
+    "TraceStep",
+    "UndoError",
     "UpgradeTransform",
+    "VMContext",
+    "VMResult",
+    "classify_failure",
+    "clean_text",
+    "confidence_of",
     "constraint_fields",
+    "cycle_id",
+    "dependent_cycles",
+    "dream",
+    "dream_lock",
     "last_parent_positions",
+    "load_traces",
     "parse_program",
     "quote_arg",
+    "run_program",
     "serialize_instruction",
     "serialize_program",
+    "strip_fences",
     "tokenize_line",
+    "undo_cycle",
 ]

@@ -280,7 +280,7 @@ def _loads_or_raise(line: bytes | str, where: str) -> Any:
         ) from None
 
 
-def _json_problem(exc: msgspec.DecodeError) -> str:
+def _json_problem(exc: Exception) -> str:
     text = str(exc)
     if text.startswith("Number out of range"):
         return "a number outside the 64-bit float range"

@@ -12,7 +12,11 @@ from eventlog import EventLog
 def run_demo(cwd: Path, *args: str) -> str:
     return subprocess.run(
         [sys.executable, "-m", "evolog", "demo", "--cycles", "60", *args],
-        cwd=cwd, capture_output=True, text=True, check=True, timeout=120,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     ).stdout
 
 

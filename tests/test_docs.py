@@ -33,16 +33,23 @@ def test_cli_walkthrough_runs(tmp_path: Path) -> None:
         "/tmp/copy", str(tmp_path / "copy")
     )
     result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
-        capture_output=True, text=True,
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     copy = subprocess.run(
         [sys.executable, "-m", "evolog", "--store", str(tmp_path / "copy"), "replay"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     original = subprocess.run(
         [sys.executable, "-m", "evolog", "--store", str(tmp_path / "mem"), "replay"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert copy.stdout == original.stdout  # same ids, same seqs: the target was empty

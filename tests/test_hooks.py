@@ -34,15 +34,27 @@ def events(store: Path) -> list[Any]:
 
 
 def session(store: Path, sid: str, tool_ok: bool) -> None:
-    response = {"stdout": "3 passed", "exit_code": 0} if tool_ok else {
-        "stdout": "", "stderr": "E AssertionError in /src/app.py:12", "exit_code": 1}
+    response = (
+        {"stdout": "3 passed", "exit_code": 0}
+        if tool_ok
+        else {"stdout": "", "stderr": "E AssertionError in /src/app.py:12", "exit_code": 1}
+    )
     for payload in (
         {"hook_event_name": "SessionStart", "source": "startup"},
         {"hook_event_name": "UserPromptSubmit", "prompt": "make the tests pass"},
-        {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t1",
-         "tool_input": {"command": "pytest -q"}},
-        {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t1",
-         "tool_input": {"command": "pytest -q"}, "tool_response": response},
+        {
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "t1",
+            "tool_input": {"command": "pytest -q"},
+        },
+        {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": "t1",
+            "tool_input": {"command": "pytest -q"},
+            "tool_response": response,
+        },
         {"hook_event_name": "Stop", "stop_hook_active": False},
     ):
         result = hook(store, {"session_id": sid, **payload})
@@ -102,10 +114,17 @@ def test_parallel_tool_hooks_keep_one_attempt_and_distinct_steps(tmp_path: Path)
     hook(store, {"session_id": "p", "hook_event_name": "UserPromptSubmit", "prompt": "go"})
 
     def post(i: int) -> int:
-        return hook(store, {"session_id": "p", "hook_event_name": "PostToolUse",
-                            "tool_name": "Read", "tool_use_id": f"t{i}",
-                            "tool_input": {"file_path": f"/f{i}"},
-                            "tool_response": {"content": "ok"}}).returncode
+        return hook(
+            store,
+            {
+                "session_id": "p",
+                "hook_event_name": "PostToolUse",
+                "tool_name": "Read",
+                "tool_use_id": f"t{i}",
+                "tool_input": {"file_path": f"/f{i}"},
+                "tool_response": {"content": "ok"},
+            },
+        ).returncode
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         assert list(pool.map(post, range(12))) == [0] * 12
@@ -117,27 +136,35 @@ def test_parallel_tool_hooks_keep_one_attempt_and_distinct_steps(tmp_path: Path)
 def test_hook_does_not_load_pyarrow_or_duckdb(tmp_path: Path) -> None:
     code = (
         "import sys, io; sys.argv=['evolog','--store',sys.argv[1],'hook','claude-code'];"
-        "sys.stdin=io.TextIOWrapper(io.BytesIO(b'{\"session_id\":\"s\",\"hook_event_name\":"
-        "\"UserPromptSubmit\",\"prompt\":\"x\"}'));"
+        'sys.stdin=io.TextIOWrapper(io.BytesIO(b\'{"session_id":"s","hook_event_name":'
+        '"UserPromptSubmit","prompt":"x"}\'));'
         "from evolog._cli import main; main();"
         "bad=[m for m in sys.modules if m.split('.')[0] in "
         "('pyarrow','duckdb','usearch','anthropic','numpy')]; print(bad)"
     )
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "s")],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize("cmd", [["append", '{"kind":"signal","signals":["a"]}']])
 def test_cli_append_does_not_load_heavy_modules(tmp_path: Path, cmd: list[str]) -> None:
     store = str(tmp_path / "s")
-    subprocess.run([sys.executable, "-m", "evolog", "init", store], check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "evolog", "init", store], check=True, capture_output=True)
     code = (
         "import sys; from evolog._cli import main; main(sys.argv[1:]);"
         "bad=[m for m in sys.modules if m.split('.')[0] in "
         "('pyarrow','duckdb','usearch','anthropic','numpy')]; print(bad, file=sys.stderr)"
     )
-    out = subprocess.run([sys.executable, "-c", code, "--store", store, *cmd],
-                         capture_output=True, text=True, check=True, env=dict(os.environ))
+    out = subprocess.run(
+        [sys.executable, "-c", code, "--store", store, *cmd],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+    )
     assert out.stderr.strip() == "[]"
