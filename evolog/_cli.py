@@ -102,6 +102,19 @@ def _print_json(obj: object) -> None:
     sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(obj), indent=2) + b"\n")
 
 
+def _add_feature_commands(sub: Any) -> None:
+    """Commands of the projections, advice, dream and ledger layers (imported lazily)."""
+    from ._cli_advice import add_advice_commands
+    from ._cli_dream import add_dream_commands
+    from ._cli_ledger import add_ledger_commands
+    from ._cli_sql import add_sql_commands
+
+    add_sql_commands(sub)
+    add_advice_commands(sub)
+    add_dream_commands(sub)
+    add_ledger_commands(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
@@ -141,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("agent_kind", choices=["claude-code"])
     s.set_defaults(func=_cmd_hook)
 
+    _add_feature_commands(sub)
+
     s = sub.add_parser("demo", help="simulate an agent into a store and show what it stored")
     s.add_argument("--dir", default="evolog-demo")
     s.add_argument("--cycles", type=int, default=300)
@@ -168,13 +183,23 @@ def _fast_args(argv: list[str]) -> SimpleNamespace | None:
     return None
 
 
+def _is_ours(exc: BaseException) -> bool:
+    """An error of one of our packages (each has one base), as opposed to a bug."""
+    for cls in type(exc).__mro__:
+        if cls.__module__.split(".")[0] in ("eventlog", "projections", "advice", "dream"):
+            return True
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arglist = list(sys.argv[1:] if argv is None else argv)
     args = _fast_args(arglist) or build_parser().parse_args(arglist)
     handler: Handler = args.func
     try:
         return handler(args)
-    except EventLogError as exc:
+    except Exception as exc:
+        if not isinstance(exc, EventLogError) and not _is_ours(exc):
+            raise
         print(f"evolog: error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
     except BrokenPipeError:
