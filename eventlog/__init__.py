@@ -16,18 +16,7 @@ Errors (all in this package derive from :class:`EventLogError`)::
     └── ClosedError
 """
 
-from ._codec import (
-    EVENT_TYPES,
-    KINDS,
-    MAX_EVENT_BYTES,
-    AnyEvent,
-    from_builtins,
-    from_json,
-    kind_of,
-    now_us,
-    parse_ts,
-    to_json,
-)
+from ._codec import MAX_EVENT_BYTES, kind_of, now_us, to_json
 from ._dream_events import (
     ChildStep,
     Constraint,
@@ -69,9 +58,11 @@ from ._events import (
     Tick,
 )
 from ._ids import new_id
+from ._jsonin import from_builtins, from_json, parse_ts
 from ._log import EventLog, open_log
 from ._snapshot import Snapshot
 from ._store import Paths, init_store
+from ._union import EVENT_TYPES, KINDS, AnyEvent
 from ._writer import Durability, Receipt
 
 __all__ = [

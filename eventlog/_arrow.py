@@ -16,9 +16,10 @@ import msgspec
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._codec import EVENT_TYPES, KINDS, AnyEvent, kind_of
+from ._codec import kind_of
 from ._errors import CorruptLogError
 from ._events import Event
+from ._union import EVENT_TYPES, KINDS, AnyEvent
 
 JSON_META = {b"evolog.json": b"1"}
 TS_TYPE = pa.timestamp("us", tz="UTC")

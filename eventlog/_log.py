@@ -10,10 +10,10 @@ import os
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._codec import AnyEvent
 from ._events import Event
 from ._snapshot import Snapshot
 from ._store import init_store, require_store
+from ._union import AnyEvent
 from ._writer import Durability, Receipt, Writer
 
 if TYPE_CHECKING:

@@ -10,11 +10,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ._arrow import SCHEMA, TS_TYPE, events_to_table, table_to_events
-from ._codec import AnyEvent, kind_of
+from ._codec import kind_of
 from ._errors import InvalidEventError
 from ._manifest import SegmentInfo
 from ._segments import conform
 from ._snapshot import Snapshot
+from ._union import AnyEvent
 
 BATCH_ROWS = 64 * 1024
 
@@ -28,7 +29,7 @@ class Filter:
         as_of_ts: int | None = None,
         kinds: Collection[str] | None = None,
     ) -> None:
-        from ._codec import KINDS
+        from ._union import KINDS
 
         unknown = sorted(set(kinds or ()) - set(KINDS))
         if unknown:

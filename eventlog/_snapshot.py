@@ -16,11 +16,12 @@ from collections.abc import Iterator
 import msgspec
 
 from . import _wal
-from ._codec import AnyEvent, decode_many
+from ._codec import decode_many
 from ._errors import CorruptLogError
 from ._frames import Frame
 from ._manifest import FileCommitter, Manifest, SegmentInfo
 from ._store import Paths
+from ._union import AnyEvent
 
 
 class Snapshot:

@@ -15,13 +15,14 @@ import msgspec
 
 from . import _frames as fr
 from . import _wal
-from ._codec import AnyEvent, now_us, prepare
+from ._codec import now_us, prepare
 from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
 from ._files import FileLock, storage_error, write_all
 from ._idindex import IdIndex, store_stamp
 from ._manifest import FileCommitter, Manifest
 from ._store import Paths
+from ._union import AnyEvent
 
 Durability = Literal["always", "batch", "none"]
 
