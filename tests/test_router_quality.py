@@ -1,0 +1,21 @@
+"""Routing quality on bench/routing_set.json with the default embedder (the issue's goals)."""
+
+from __future__ import annotations
+
+from bench.bench_router import evaluate, load_set
+from projections._embed import get_embedder
+
+
+def test_the_routing_set_is_big_enough() -> None:
+    data = load_set()
+    related = sum(len(s["paraphrases"]) for s in data["strategies"])
+    assert related + len(data["unrelated"]) >= 200
+    assert len({s["domain"] for s in data["strategies"]}) >= 10
+
+
+def test_default_embedder_meets_the_routing_goals() -> None:
+    quality = evaluate(get_embedder())
+    summary = quality.summary()
+    assert summary["nodes"] == len(load_set()["strategies"])  # no two strategies merged
+    assert summary["right_node_rate"] >= 0.90, summary
+    assert summary["unrelated_to_memory_rate"] <= 0.05, summary
