@@ -149,6 +149,9 @@ def run_demo(directory: str, cycles: int, seed: int) -> int:
     out.write(f"  sealed {sealed.rows} events into {sealed.segments} Parquet segment(s)\n\n")
     _print_stats(stats)
     _print_gene_table(events)
+    from ._cli_dream import demo_dream
+
+    demo_dream(directory, out)
     return 0
 
 
