@@ -1,1 +1,94 @@
-"""Projections: DuckDB views and derived state rebuilt from the event log."""
+"""Projections: state rebuilt from the event log, as of any point in its history.
+
+* :class:`Projections` — one DuckDB connection over one snapshot of the log (sealed
+  segments + WAL tail): the ``events`` view, typed views per kind, edge stats per
+  (signal key, gene) with ``newest`` or ``per_event`` decay, gene priors, traces, and an
+  incremental checkpoint under ``<store>/cache/`` that equals a full rebuild exactly.
+* :class:`MemGraph` — the memory graph folded from dream opcode events (strategy nodes,
+  ordered steps, typed edges, constraints, merges, prunes, retractions).
+* Embedders and the usearch :class:`VectorIndex` over strategy nodes (a cache).
+
+Errors::
+
+    ProjectionError
+    ├── InvalidParameterError (ValueError)   bad half-life / mode / as-of / format
+    │   └── RefusedQueryError                not one read-only query, or reaches outside
+    ├── QueryError (ValueError)              SQL DuckDB rejects (parse, bind, type)
+    └── EngineError                          DuckDB or the file system failed underneath
+"""
+
+from ._api import Projections
+from ._cache import Refresh
+from ._catalog import VIEW_NAMES, view_name
+from ._edgeeval import MODES, DecayMode, EdgeParams
+from ._embed import (
+    DEFAULT_EMBEDDER,
+    Embedder,
+    HashingEmbedder,
+    WordLlamaEmbedder,
+    embedder_names,
+    get_embedder,
+    register_embedder,
+)
+from ._errors import (
+    EngineError,
+    InvalidParameterError,
+    ProjectionError,
+    QueryError,
+    RefusedQueryError,
+)
+from ._export import FORMATS, ExportFormat
+from ._memgraph import MEMGRAPH_KINDS, MemGraph, load_memgraph
+from ._memgraph_types import (
+    STRUCTURAL_EDGE_TYPES,
+    ConstraintView,
+    CycleRecord,
+    EdgeRecord,
+    MarkRecord,
+    StepRecord,
+    StrategyNode,
+    step_id,
+)
+from ._sqlguard import check_query
+from ._traces import traces_sql
+from ._vectors import VectorIndex, node_texts, wanted_texts
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "FORMATS",
+    "MEMGRAPH_KINDS",
+    "MODES",
+    "STRUCTURAL_EDGE_TYPES",
+    "VIEW_NAMES",
+    "ConstraintView",
+    "CycleRecord",
+    "DecayMode",
+    "EdgeParams",
+    "EdgeRecord",
+    "Embedder",
+    "EngineError",
+    "ExportFormat",
+    "HashingEmbedder",
+    "InvalidParameterError",
+    "MarkRecord",
+    "MemGraph",
+    "ProjectionError",
+    "Projections",
+    "QueryError",
+    "Refresh",
+    "RefusedQueryError",
+    "StepRecord",
+    "StrategyNode",
+    "VectorIndex",
+    "WordLlamaEmbedder",
+    "check_query",
+    "embedder_names",
+    "get_embedder",
+    "load_memgraph",
+    "node_texts",
+    "register_embedder",
+    "step_id",
+    "traces_sql",
+    "view_name",
+    "wanted_texts",
+]

@@ -1,0 +1,288 @@
+"""``Projections``: the read side of one store, as of any point in its history."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+
+import duckdb
+import pyarrow as pa
+
+from eventlog import EventLog, Snapshot, StoreNotFoundError, now_us
+from eventlog._signalkey import compute_signal_key
+from eventlog._store import Paths
+
+from ._cache import EdgeCache, Refresh
+from ._catalog import create_views
+from ._edgeeval import DecayMode, EdgeParams, evaluate
+from ._edgestate import ALL_BUCKETS, Buckets, state_views
+from ._errors import InvalidParameterError
+from ._export import ExportFormat, export
+from ._source import Bounds, EventScan, connect, engine_errors, workspace
+from ._sqlguard import check_query, lock_down, run_query
+from ._traces import TRACE_INPUTS, traces_sql
+
+_DERIVED = ("edges", "gene_priors")
+
+
+def _referenced_names(con: duckdb.DuckDBPyConnection, query: str) -> set[str]:
+    """The table names a query refers to, to create only the views it needs.
+
+    DuckDB's extractor binds a little (a JOIN ... USING fails without the tables); then
+    every word of the query counts as a possible name, which creates more views, not fewer.
+    """
+    try:
+        return {n.lower() for n in con.get_table_names(query)}
+    except duckdb.Error:
+        return set(re.findall(r"[a-z_][a-z0-9_]*", query.lower()))
+
+
+class Projections:
+    """SQL, edge stats, gene priors and traces of a store; nothing here writes the log.
+
+    ``params`` are the default edge parameters; the checkpoint under ``<store>/cache`` holds
+    the per-event state for their half-lives. Every query takes ``as_of`` (a seq) and/or
+    ``as_of_ts`` (event time, µs) and answers from exactly the events at or before them;
+    edge queries also take other half-lives and decay modes (counterfactuals) and ``now``.
+    ``cache=False`` recomputes everything from the log (the answers are identical).
+    """
+
+    def __init__(
+        self,
+        store: str | os.PathLike[str] | EventLog,
+        *,
+        params: EdgeParams | None = None,
+        cache: bool = True,
+    ) -> None:
+        if isinstance(store, EventLog):
+            self._log: EventLog | None = store
+            self.paths = store.paths
+        else:
+            self._log = None
+            self.paths = Paths.of(store)
+            if not os.path.exists(self.paths.marker):
+                raise StoreNotFoundError(
+                    f"{self.paths.root}: expected an evolog store; found none "
+                    f"(create one with `evolog init {self.paths.root}`)"
+                )
+        self.params = params or EdgeParams()
+        self.use_cache = cache
+
+    # -- snapshots and connections ---------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """A consistent snapshot of the log (close it when done)."""
+        return self._log.snapshot() if self._log is not None else Snapshot.take(self.paths)
+
+    def connect(
+        self, *, as_of: int | None = None, as_of_ts: int | None = None, read_only: bool = True
+    ) -> duckdb.DuckDBPyConnection:
+        """A new DuckDB connection with ``events``, the typed views and ``traces``.
+
+        ``read_only`` locks it down as :meth:`sql` does (no file, network or extension
+        access, no configuration changes). The caller closes it.
+        """
+        bounds = Bounds(as_of, as_of_ts)
+        con = connect()
+        try:
+            with self.snapshot() as snap:
+                create_views(con, EventScan(con, snap, bounds))
+            if read_only:
+                lock_down(con, [self.paths.segments])
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def sql(
+        self,
+        query: str,
+        *,
+        as_of: int | None = None,
+        as_of_ts: int | None = None,
+        now: int | None = None,
+    ) -> pa.Table:
+        """Run one read-only query over the catalog (plus ``edges`` and ``gene_priors``).
+
+        ``edges`` and ``gene_priors`` are computed only if the query names them, with the
+        default parameters, at ``now`` (default: ``as_of_ts`` or the current time).
+        """
+        bounds = Bounds(as_of, as_of_ts)
+        con = connect()
+        try:
+            check_query(query, con)
+            referenced = _referenced_names(con, query)
+            with self.snapshot() as snap:
+                create_views(con, EventScan(con, snap, bounds), referenced)
+                names = referenced & set(_DERIVED)
+                if names:
+                    self._register_derived(con, snap, bounds, names, now)
+            lock_down(con, [self.paths.segments])
+            return run_query(con, query)
+        finally:
+            con.close()
+
+    def _register_derived(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        snap: Snapshot,
+        bounds: Bounds,
+        names: set[str],
+        now: int | None,
+    ) -> None:
+        at = self._now(bounds, now)
+        with self._edge_state(snap, bounds, self.params, ALL_BUCKETS) as state:
+            tables = {
+                "edges": evaluate(state, self.params, at),
+                "gene_priors": evaluate(state, self.params, at, genes_only=True),
+            }
+        with engine_errors("registering edges"):
+            for name in sorted(names):
+                con.register(name, tables[name])
+
+    # -- edges -------------------------------------------------------------------------------
+    def edges(
+        self,
+        *,
+        signals: Sequence[str] | None = None,
+        keys: Sequence[str] | None = None,
+        genes: Sequence[str] | None = None,
+        as_of: int | None = None,
+        as_of_ts: int | None = None,
+        now: int | None = None,
+        mode: DecayMode | None = None,
+        half_life_days: float | None = None,
+        gene_half_life_days: float | None = None,
+    ) -> pa.Table:
+        """Edge stats per (signal_key, gene), sorted; see :mod:`projections._edgeeval`.
+
+        ``signals`` selects the edges of their evolver signal key (added to ``keys``).
+        """
+        if signals is not None:
+            keys = [*(keys or []), compute_signal_key(list(signals))]
+        params = self._params(mode, half_life_days, gene_half_life_days)
+        return self._evaluate(params, as_of, as_of_ts, now, keys=keys, genes=genes)
+
+    def gene_priors(
+        self,
+        *,
+        genes: Sequence[str] | None = None,
+        as_of: int | None = None,
+        as_of_ts: int | None = None,
+        now: int | None = None,
+        mode: DecayMode | None = None,
+        gene_half_life_days: float | None = None,
+    ) -> pa.Table:
+        """Per-gene stats over all signal keys (evolver's gene outcomes), sorted by gene."""
+        params = self._params(mode, None, gene_half_life_days)
+        return self._evaluate(params, as_of, as_of_ts, now, genes=genes, genes_only=True)
+
+    def refresh(self) -> Refresh:
+        """Bring the checkpoint up to the log's head (queries do this on their own)."""
+        with self.snapshot() as snap, self._cache().refreshed(snap) as (_, done):
+            return done
+
+    def clear_cache(self) -> None:
+        """Delete the checkpoint; the next query rebuilds it (answers do not change)."""
+        self._cache().delete()
+
+    def _cache(self) -> EdgeCache:
+        return EdgeCache(self.paths.cache, self.params.half_lives)
+
+    def _params(
+        self, mode: DecayMode | None, hl: float | None, gene_hl: float | None
+    ) -> EdgeParams:
+        changes: dict[str, object] = {}
+        if mode is not None:
+            changes["mode"] = mode
+        if hl is not None:
+            changes["half_life_days"] = hl
+        if gene_hl is not None:
+            changes["gene_half_life_days"] = gene_hl
+        return replace(self.params, **changes) if changes else self.params  # type: ignore[arg-type]
+
+    def _evaluate(
+        self,
+        params: EdgeParams,
+        as_of: int | None,
+        as_of_ts: int | None,
+        now: int | None,
+        *,
+        keys: Sequence[str] | None = None,
+        genes: Sequence[str] | None = None,
+        genes_only: bool = False,
+    ) -> pa.Table:
+        bounds = Bounds(as_of, as_of_ts)
+        at = self._now(bounds, now)
+        buckets = frozenset({"gene" if genes_only else "edge"})
+        with self.snapshot() as snap, self._edge_state(snap, bounds, params, buckets) as state:
+            return evaluate(state, params, at, genes_only=genes_only, keys=keys, genes=genes)
+
+    @staticmethod
+    def _now(bounds: Bounds, now: int | None) -> int:
+        if now is None:
+            return bounds.as_of_ts if bounds.as_of_ts is not None else now_us()
+        if isinstance(now, bool) or not isinstance(now, int):
+            raise InvalidParameterError(f"now: expected integer microseconds; got {now!r}")
+        return now
+
+    @contextlib.contextmanager
+    def _edge_state(
+        self, snap: Snapshot, bounds: Bounds, params: EdgeParams, buckets: Buckets
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """State tables for ``snap`` within ``bounds``, from the checkpoint when it fits.
+
+        The checkpoint is always at the head and built for the default half-lives; an
+        older point in history, or per-event decay with other half-lives, is recomputed
+        from the log in memory (it never touches the checkpoint), with only the per-event
+        ``buckets`` the evaluation reads (none in ``newest`` mode).
+        """
+        current = bounds.as_of_ts is None and (
+            bounds.as_of_seq is None or bounds.as_of_seq >= snap.head_seq
+        )
+        fits = params.mode == "newest" or params.half_lives == self.params.half_lives
+        # A store on read-only media is still queryable, just without a checkpoint.
+        writable = os.access(self.paths.cache, os.W_OK)
+        if self.use_cache and current and fits and writable:
+            with self._cache().refreshed(snap) as (con, _):
+                yield con
+            return
+        with workspace() as con:
+            needed = buckets if params.mode == "per_event" else frozenset()
+            state_views(con, EventScan(con, snap, bounds, narrow=True), params.half_lives, needed)
+            yield con
+
+    # -- traces and export -----------------------------------------------------------------
+    def traces(
+        self,
+        *,
+        as_of: int | None = None,
+        as_of_ts: int | None = None,
+        action_ids: Sequence[str] | None = None,
+        open_only: bool = False,
+        after_seq: int = 0,
+    ) -> pa.Table:
+        """Traces (see :mod:`projections._traces`), optionally filtered."""
+        params = [list(action_ids)] if action_ids is not None else None
+        sql = traces_sql(after_seq, "$1" if params else None)
+        if open_only:
+            sql = f"SELECT * FROM ({sql}) WHERE open ORDER BY seq"
+        bounds = Bounds(as_of, as_of_ts)
+        with self.snapshot() as snap, workspace() as con:
+            create_views(con, EventScan(con, snap, bounds), set(TRACE_INPUTS))
+            with engine_errors("reading traces"):
+                return con.sql(sql, params=params).to_arrow_table()
+
+    def export(
+        self,
+        directory: str | os.PathLike[str],
+        fmt: ExportFormat = "parquet",
+        *,
+        as_of: int | None = None,
+        as_of_ts: int | None = None,
+        now: int | None = None,
+    ) -> list[str]:
+        """Write the projections to ``directory`` (see :func:`projections._export.export`)."""
+        return export(self, directory, fmt, as_of=as_of, as_of_ts=as_of_ts, now=now)

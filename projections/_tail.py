@@ -1,0 +1,86 @@
+"""A light decoder for the WAL tail: only the fields the edge projections read.
+
+Decoding whole events and building the wide Arrow table costs about 7 µs per event; the
+edge projections need five fields, which msgspec decodes (skipping the rest) several times
+faster. Each light struct mirrors its event kind's defaults, because the log omits default
+values from the encoding: an absent ``key`` of a signal must read as ``""``, exactly as the
+sealed segment stores it, and a field the kind does not have reads as NULL.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+
+from eventlog import EVENT_TYPES, Snapshot
+from eventlog._arrow import SCHEMA, TS_TYPE
+
+FIELDS = ("id", "ts", "key", "gene", "status", "action_id")
+NARROW_SCHEMA = pa.schema(
+    [SCHEMA.field(n) for n in ("seq", "id", "ts", "kind", "key", "gene", "status", "action_id")]
+)
+_get = attrgetter(*FIELDS)
+
+
+def _light_struct(cls: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    kind = str(cls.__struct_config__.tag)
+    own = {f.name: f for f in msgspec.structs.fields(cls)}
+    fields: list[tuple[str, Any, Any]] = []
+    for name in FIELDS:
+        f = own.get(name)
+        if f is None:
+            fields.append((name, None, None))
+        else:
+            default = f.default if f.default is not msgspec.NODEFAULT else None
+            fields.append((name, f.type, default))
+    light: type[msgspec.Struct] = msgspec.defstruct(
+        f"Light_{kind}", fields, tag=kind, tag_field="kind", kw_only=True
+    )
+    return light
+
+
+@functools.cache
+def _decoder() -> tuple[msgspec.msgpack.Decoder[Any], dict[type, str]]:
+    lights = [_light_struct(cls) for cls in EVENT_TYPES]
+    union: Any = lights[0]
+    for light in lights[1:]:
+        union = union | light
+    kinds = {cls: str(cls.__struct_config__.tag) for cls in lights}
+    return msgspec.msgpack.Decoder(list[union]), kinds
+
+
+def narrow_tail(snap: Snapshot, lo: int, hi: int) -> pa.Table:
+    """The snapshot's WAL records with ``lo < seq <= hi`` in :data:`NARROW_SCHEMA`."""
+    frames = [f for f in snap.tail_frames() if lo < f.seq <= hi]
+    if not frames:
+        return NARROW_SCHEMA.empty_table()
+    decoder, kinds = _decoder()
+    # The log fills id and ts at append, so every stored event has both.
+    data = b"\xdd" + len(frames).to_bytes(4, "big") + b"".join(f.body for f in frames)
+    # Collections during a bulk decode cost more than the decode itself (PLATFORM.md).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        events = decoder.decode(data)
+        rows = [_get(e) for e in events]
+        kind_col = [kinds[type(e)] for e in events]
+    finally:
+        if enabled:
+            gc.enable()
+    ids, ts, key, gene, status, action_id = zip(*rows, strict=True)
+    arrays = [
+        pa.array([f.seq for f in frames], pa.int64()),
+        pa.array(ids, pa.string()),
+        pa.array(ts, pa.int64()).cast(TS_TYPE),
+        pa.array(kind_col, pa.string()),
+        pa.array(key, pa.string()),
+        pa.array(gene, pa.string()),
+        pa.array(status, pa.string()),
+        pa.array(action_id, pa.string()),
+    ]
+    return pa.Table.from_arrays(arrays, schema=NARROW_SCHEMA)
