@@ -53,3 +53,26 @@ def test_cli_walkthrough_runs(tmp_path: Path) -> None:
         check=True,
     )
     assert copy.stdout == original.stdout  # same ids, same seqs: the target was empty
+
+
+def test_sql_examples_run_on_the_demo_store(tmp_path: Path) -> None:
+    """The README's analytics queries, against a store the demo filled."""
+    block = next(b for b in _blocks("sh") if "evolog sql" in b)
+    subprocess.run(
+        [sys.executable, "-m", "evolog", "demo", "--cycles", "40", "--dir", "store"],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+    )
+    env = dict(os.environ, EVOLOG_STORE=str(tmp_path / "store"))
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env["PATH"]
+    result = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "gene_" in result.stdout
+    assert (tmp_path / "export").is_dir()
