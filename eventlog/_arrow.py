@@ -14,7 +14,6 @@ from typing import Any
 
 import msgspec
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._codec import kind_of
 from ._errors import CorruptLogError
@@ -132,7 +131,7 @@ def _events_to_table(events: list[AnyEvent]) -> pa.Table:
         tables.append(pa.Table.from_arrays(arrays, schema=schema))
     table = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
     if len(tables) > 1:
-        table = table.take(pc.sort_indices(table["seq"]))
+        table = table.take(_pc().sort_indices(table["seq"]))
     n = table.num_rows
     return pa.Table.from_arrays(
         [table[f.name] if f.name in schema.names else pa.nulls(n, f.type) for f in SCHEMA],
@@ -149,9 +148,9 @@ def table_to_events(table: pa.Table) -> list[AnyEvent]:
         return []
     out: list[AnyEvent] = []
     kinds = table["kind"]
-    for kind in pc.unique(kinds).to_pylist():
+    for kind in _pc().unique(kinds).to_pylist():
         cls = _class_of(kind)
-        part = table.filter(pc.equal(kinds, kind))
+        part = table.filter(_pc().equal(kinds, kind))
         names = [n for n in cls.__struct_fields__ if n in SCHEMA.names]
         lists = [_pylist(part, n) for n in names]
         rows = [
@@ -178,6 +177,13 @@ def _pylist(table: pa.Table, name: str) -> list[Any]:
             None if v is None else {k: x for k, x in v.items() if x is not None} for v in values
         ]
     return values
+
+
+def _pc() -> Any:
+    # pyarrow.compute costs 40-60 ms to import; a reader of a sealed store never needs it here.
+    import pyarrow.compute as pc
+
+    return pc
 
 
 def _class_of(kind: str) -> type[Event]:
