@@ -121,6 +121,7 @@ class IdIndex:
         self._dir = directory
         os.makedirs(directory, exist_ok=True)
         self._tables: list[_Table] = [_Table(self._path(0), FIRST_BITS, create=True)]
+        self._keys: dict[str, bytes] = {}
         self._open_new_tables()
 
     def _path(self, n: int) -> str:
@@ -180,8 +181,15 @@ class IdIndex:
         key = key_of(event_id)
         for table in reversed(self._tables):
             seq = table.lookup(key)
+            if seq and seq < limit_seq:
+                return seq
             if seq:
-                return seq if seq < limit_seq else 0
+                break
+        # A miss is inserted next (an append looks ids up, then inserts the new ones): keep
+        # its hash. The bound only guards against callers that look up without inserting.
+        if len(self._keys) > 1 << 17:
+            self._keys.clear()
+        self._keys[event_id] = key
         return 0
 
     def insert(self, event_id: str, seq: int) -> None:
@@ -192,7 +200,8 @@ class IdIndex:
             table = _Table(self._path(n), FIRST_BITS + n, create=True)
             self._tables.append(table)
             struct.pack_into("<Q", self._tables[0].mm, 8, n + 1)
-        table.insert(key_of(event_id), seq)
+        key = self._keys.pop(event_id, None) or key_of(event_id)
+        table.insert(key, seq)
 
     def sync(self, seq: int) -> None:
         """Flush every table to disk and record that ids up to ``seq`` are durable."""

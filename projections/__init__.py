@@ -6,6 +6,8 @@
   incremental checkpoint under ``<store>/cache/`` that equals a full rebuild exactly.
 * :class:`MemGraph` — the memory graph folded from dream opcode events (strategy nodes,
   ordered steps, typed edges, constraints, merges, prunes, retractions).
+* :func:`ledger` — the survival energy ledger, replayed on demand as of any point, with
+  :func:`dead_entries` for selection pressure in advice and routing.
 * Embedders and the usearch :class:`VectorIndex` over strategy nodes (a cache).
 
 Errors::
@@ -38,6 +40,11 @@ from ._errors import (
     RefusedQueryError,
 )
 from ._export import FORMATS, ExportFormat
+from ._ledger import ledger, replay_ledger
+from ._ledger_cache import dead_entries, deaths
+from ._ledger_config import DAY_US, LedgerConfig, parse_cadence
+from ._ledger_rules import LedgerRules
+from ._ledger_view import EntryView, HistoryNote, LedgerView
 from ._memgraph import MEMGRAPH_KINDS, MemGraph, load_memgraph
 from ._memgraph_types import (
     STRUCTURAL_EDGE_TYPES,
@@ -54,6 +61,7 @@ from ._traces import traces_sql
 from ._vectors import VectorIndex, node_texts, wanted_texts
 
 __all__ = [
+    "DAY_US",
     "DEFAULT_EMBEDDER",
     "FORMATS",
     "MEMGRAPH_KINDS",
@@ -67,9 +75,14 @@ __all__ = [
     "EdgeRecord",
     "Embedder",
     "EngineError",
+    "EntryView",
     "ExportFormat",
     "HashingEmbedder",
+    "HistoryNote",
     "InvalidParameterError",
+    "LedgerConfig",
+    "LedgerRules",
+    "LedgerView",
     "MarkRecord",
     "MemGraph",
     "ProjectionError",
@@ -82,11 +95,16 @@ __all__ = [
     "VectorIndex",
     "WordLlamaEmbedder",
     "check_query",
+    "dead_entries",
+    "deaths",
     "embedder_names",
     "get_embedder",
+    "ledger",
     "load_memgraph",
     "node_texts",
+    "parse_cadence",
     "register_embedder",
+    "replay_ledger",
     "step_id",
     "traces_sql",
     "view_name",
