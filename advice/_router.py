@@ -139,11 +139,18 @@ class Router:
     """Routes tasks over one memory graph and its vector index."""
 
     def __init__(
-        self, graph: MemGraph, index: VectorIndex, config: RouterConfig | None = None
+        self,
+        graph: MemGraph,
+        index: VectorIndex,
+        config: RouterConfig | None = None,
+        dead: Mapping[str, str] | None = None,
     ) -> None:
         self.graph = graph
         self.index = index
         self.config = config or RouterConfig()
+        # Selection pressure: nodes the survival ledger buried are never entry points.
+        self.dead = dict(dead or {})
+        self._last_hits: list[str] = []
         floors = DEFAULT_FLOORS.get(index.embedder.name, _FALLBACK_FLOORS)
         self.min_similarity = _pick(self.config.min_similarity, floors[0])
         self.anomaly_threshold = _pick(self.config.anomaly_threshold, floors[1])
@@ -155,8 +162,15 @@ class Router:
         *,
         embedder: Embedder | None = None,
         config: RouterConfig | None = None,
+        include_dead: bool = False,
     ) -> Router:
-        """Fold the log's memory graph and bring its cached vector index up to date."""
+        """Fold the log's memory graph and bring its cached vector index up to date.
+
+        Nodes the survival ledger has buried are skipped unless ``include_dead``.
+        """
+        from projections import deaths
+
+        dead = {} if include_dead else deaths(log)
         graph = load_memgraph(log)
         index = VectorIndex.open(embedder or get_embedder(), log.paths.cache)
         added, removed = index.sync(wanted_texts(graph))
@@ -164,11 +178,19 @@ class Router:
             # The index is a cache: routing works from memory even if it cannot be saved.
             with contextlib.suppress(Exception):
                 index.save()
-        return cls(graph, index, config)
+        return cls(graph, index, config, dead)
 
     # -- routing --------------------------------------------------------------------------
     def route(self, task: str, *, current: str | None = None) -> RouteDecision:
         """Decide how to handle ``task``; see the module docstring."""
+        decision = self._route(task, current)
+        skipped = [n for n in self._last_hits if n in self.dead]
+        if not skipped:
+            return decision
+        notes = " ".join(f"ledger_skip:{n}:{self.dead[n]}" for n in skipped)
+        return msgspec.structs.replace(decision, reasoning=f"{decision.reasoning}; {notes}")
+
+    def _route(self, task: str, current: str | None) -> RouteDecision:
         vector = self._embed(task)
         candidates = self._candidates(vector)
         if current is not None:
@@ -192,6 +214,7 @@ class Router:
 
     def _candidates(self, vector: np.ndarray) -> list[EntryPoint]:
         hits = self.index.search(vector, self.config.top_k)
+        self._last_hits = [node for node, _ in hits]
         scored = [self.score(node, sim) for node, sim in hits if self._live(node)]
         # Ties (often: two approaches to one task at equal confidence) go to the node with
         # more evidence behind it.
@@ -203,7 +226,7 @@ class Router:
 
     def _live(self, node_id: str) -> bool:
         node = self.graph.node(node_id)
-        return node is not None and node.live
+        return node is not None and node.live and node_id not in self.dead
 
     def _qualifies(self, entry: EntryPoint) -> bool:
         return entry.similarity >= self.min_similarity and entry.composite >= self.config.threshold

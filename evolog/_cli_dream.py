@@ -199,7 +199,12 @@ def _cmd_route(args: Any) -> int:
 
     config = RouterConfig(top_k=args.top_k)
     with EventLog(store_path(args)) as log:
-        router = Router.from_log(log, embedder=get_embedder(args.embedder), config=config)
+        router = Router.from_log(
+            log,
+            embedder=get_embedder(args.embedder),
+            config=config,
+            include_dead=args.include_dead,
+        )
     decision = router.route(args.task, current=args.current)
     out: dict[str, Any] = msgspec.to_builtins(decision)
     if decision.entry is not None:
@@ -297,6 +302,11 @@ def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     r.add_argument("--current", help="the node being traversed (checks for drift)")
     r.add_argument("--top-k", type=_positive, default=5)
     r.add_argument("--embedder")
+    r.add_argument(
+        "--include-dead",
+        action="store_true",
+        help="also route to strategies the survival ledger has buried",
+    )
     r.set_defaults(func=_wrap(_cmd_route))
 
     g = sub.add_parser("graph", help="strategy nodes with their steps and constraints")

@@ -1,0 +1,40 @@
+"""Selection pressure on routing: a strategy the survival ledger buried is skipped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from advice._router import Router, RouterPath
+from dream._cycle import dream
+from eventlog import Attempt, EventLog, Lifecycle, Outcome, Step
+
+
+def _store(tmp_path: Path) -> EventLog:
+    log = EventLog(tmp_path / "s", create=True)
+    for i in range(3):
+        aid = f"a{i}"
+        log.append_many(
+            [
+                Attempt(id=aid, task="resolve a flaky integration test", gene="g_retry"),
+                Step(action_id=aid, index=0, action="wrap the call in a retry", ok=True),
+                Step(action_id=aid, index=1, action="run the test suite", ok=True),
+                Outcome(action_id=aid, status="success", delta=1.0),
+            ]
+        )
+    dream(log)
+    return log
+
+
+def test_buried_strategy_is_skipped_and_explained(tmp_path: Path) -> None:
+    log = _store(tmp_path)
+    task = "a flaky integration test needs resolving"
+    alive = Router.from_log(log).route(task)
+    assert alive.path is RouterPath.MEMORY_TRAVERSAL and alive.entry is not None
+    node = alive.entry.node
+    log.append(Lifecycle(entry=node, op="forget"))
+    skipped = Router.from_log(log).route(task)
+    assert skipped.path is RouterPath.ZERO_SHOT
+    assert f"ledger_skip:{node}:forgotten" in skipped.reasoning
+    included = Router.from_log(log, include_dead=True).route(task)
+    assert included.entry is not None and included.entry.node == node
+    log.close()
