@@ -152,7 +152,25 @@ def run_demo(directory: str, cycles: int, seed: int) -> int:
     from ._cli_dream import demo_dream
 
     demo_dream(directory, out)
+    _survival(directory)
     return 0
+
+
+def _survival(directory: str) -> None:
+    """A poisoned memory dying under the survival ledger, in a store of its own."""
+    import os
+
+    from ._survive_suite import poison_demo
+
+    path = os.path.join(directory, "survival")
+    sys.stdout.write("\n")
+    if os.path.isdir(path) and os.listdir(path):
+        sys.stdout.write(
+            f"survival loop already recorded in {path}; replay its deaths with "
+            f"`evolog --store {path}/store ledger --graveyard`\n"
+        )
+        return
+    poison_demo(path, cycles=25, seed=7)
 
 
 def _print_stats(stats: dict[str, Any]) -> None:
