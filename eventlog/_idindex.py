@@ -63,6 +63,15 @@ def current_boot_id() -> bytes:
         return b"\0" * 16
 
 
+_ZEROS = bytes(1 << 20)
+
+
+def _zero_fill(fd: int, start: int, end: int) -> None:
+    while start < end:
+        n = os.pwrite(fd, _ZEROS[: min(len(_ZEROS), end - start)], start)
+        start += n
+
+
 class _Table:
     def __init__(self, path: str, bits: int, create: bool) -> None:
         self.capacity = 1 << bits
@@ -72,10 +81,12 @@ class _Table:
         fd = os.open(path, flags, 0o644)
         try:
             self.ino = os.fstat(fd).st_ino
-            # Allocated, not sparse: on a full disk, touching a hole of a shared mapping
-            # kills the process with SIGBUS; fallocate fails cleanly (ENOSPC) instead.
-            # Hashed slots spread over every page soon anyway, so sparseness saves little.
-            os.posix_fallocate(fd, 0, size)
+            # Written with zeros, not sparse: on a full disk, touching a hole of a shared
+            # mapping kills the process with SIGBUS, whereas writing fails cleanly (ENOSPC).
+            # (Zeros rather than fallocate: no "unwritten" extents left to convert later.)
+            have = os.fstat(fd).st_size
+            if have < size:
+                _zero_fill(fd, have, size)
             self.mm = mmap.mmap(fd, size)
         finally:
             os.close(fd)
