@@ -18,7 +18,13 @@ Errors (all in this package derive from :class:`AdviceError`)::
     │   └── AttemptAlreadyClosedError
     ├── EvolverSourceError
     ├── LogReadError
-    └── IndexBackendError
+    ├── IndexBackendError
+    └── RouterError
+        └── InvalidTaskError (ValueError)
+
+The strategy router (:class:`Router`) routes a task to ZERO_SHOT, MEMORY_TRAVERSAL (an entry
+node with its steps and constraints) or CONTEXT_JUMP over the dream-built memory graph.
+Advice and routing skip entries the survival ledger has buried unless told otherwise.
 """
 
 from eventlog._signalkey import (
@@ -50,9 +56,23 @@ from ._evolver_follow import follow_evolver
 from ._evolver_import import evolver_to_event, patch_supported
 from ._evolver_policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
 from ._outcomes import InferredOutcome, infer_from_signals, infer_outcome
+from ._router import (
+    DEFAULT_FLOORS,
+    EntryPoint,
+    InvalidTaskError,
+    Plan,
+    PlanStep,
+    RouteDecision,
+    Router,
+    RouterConfig,
+    RouterError,
+    RouterPath,
+)
 from ._state import AttemptInfo
+from ._traversal import Traversal
 
 __all__ = [
+    "DEFAULT_FLOORS",
     "POLICIES",
     "Advice",
     "AdviceEngine",
@@ -60,6 +80,7 @@ __all__ = [
     "AttemptAlreadyClosedError",
     "AttemptError",
     "AttemptInfo",
+    "EntryPoint",
     "EvologParams",
     "EvolverAdvice",
     "EvolverSourceError",
@@ -67,8 +88,17 @@ __all__ = [
     "IndexBackendError",
     "InferredOutcome",
     "InvalidInputError",
+    "InvalidTaskError",
     "LogReadError",
+    "Plan",
+    "PlanStep",
+    "RouteDecision",
+    "Router",
+    "RouterConfig",
+    "RouterError",
+    "RouterPath",
     "ScoredGene",
+    "Traversal",
     "UnknownAttemptError",
     "apply_patch",
     "canonical_evolver",

@@ -8,13 +8,15 @@ when nothing scores).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from eventlog._signalkey import (
     compute_signal_key,
@@ -45,8 +47,7 @@ _DAY_MS = 86_400_000
 _V8_MAX_STRING_UNITS = 536_870_888
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredGene:
+class ScoredGene(msgspec.Struct, frozen=True):
     """One gene's internal ranking record (evolver computes but does not return these)."""
 
     gene_id: object  # the gene's raw ``id`` value, normally a str
@@ -58,8 +59,7 @@ class ScoredGene:
     banned: bool
 
 
-@dataclass(frozen=True, slots=True)
-class EvolverAdvice:
+class EvolverAdvice(msgspec.Struct, frozen=True):
     """The result of one advice call; ``scored`` is in evolver's sort order."""
 
     current_signal_key: str
@@ -78,15 +78,13 @@ class EvolverAdvice:
         }
 
 
-@dataclass(slots=True)
-class _Edge:
+class _Edge(msgspec.Struct):
     success: int = 0
     fail: int = 0
     last_ts: object = None
 
 
-@dataclass(slots=True)
-class _Accum:
+class _Accum(msgspec.Struct):
     gene_id: object
     best: float = 0.0
     attempts: int = 0
@@ -96,7 +94,19 @@ class _Accum:
 
 def _get(obj: object, key: str) -> object:
     """``obj.key`` for parsed JSON: anything but an object yields undefined (None)."""
+    if type(obj) is dict:  # the common case, without the slow ABC check
+        return obj.get(key)
     return obj.get(key) if isinstance(obj, Mapping) else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_text_ms(ts: str) -> float:
+    return parse_iso_ms(ts)
+
+
+def _ms(ts: object) -> float:
+    """``Date.parse``; timestamps repeat across a window's outcomes, so text is cached."""
+    return _parse_text_ms(ts) if type(ts) is str else parse_iso_ms(ts)
 
 
 def _v8_would_fail(text: str, raw_size: int) -> bool:
@@ -173,7 +183,7 @@ def _count(edge: _Edge, status: str, ts: object) -> None:
         edge.fail += 1
     # Strictly newer only, so the first of equal times wins and an unparseable first
     # timestamp is never replaced (NaN compares false).
-    if ts is not None and (edge.last_ts is None or parse_iso_ms(ts) > parse_iso_ms(edge.last_ts)):
+    if ts is not None and (edge.last_ts is None or _ms(ts) > _ms(edge.last_ts)):
         edge.last_ts = ts
 
 

@@ -35,6 +35,8 @@ from projections._embed import Embedder, get_embedder
 from projections._memgraph import ConstraintView, MemGraph, load_memgraph
 from projections._vectors import VectorIndex, node_texts, wanted_texts
 
+from ._errors import AdviceError
+
 __all__ = [
     "DEFAULT_FLOORS",
     "EntryPoint",
@@ -56,7 +58,7 @@ DEFAULT_FLOORS: Final[Mapping[str, tuple[float, float]]] = {
 _FALLBACK_FLOORS: Final = (0.5, 0.3)
 
 
-class RouterError(Exception):
+class RouterError(AdviceError):
     """Base of the router's errors."""
 
 

@@ -1,4 +1,4 @@
-"""Survival-ledger replay benchmarks (results: bench/RESULTS_ledger.md).
+"""Survival-ledger replay benchmarks (results: bench/RESULTS.md).
 
     python bench/bench_ledger.py                      # the population sweep and 1e6 outcomes
     python bench/bench_ledger.py --entries 100000 --outcomes 1000000 --runs 3

@@ -4,6 +4,9 @@ Schema evolution follows msgspec's rules: a new field always has a default, a fi
 never changes, a field is never renamed. ``v`` is bumped only when a meaning changes; an
 upcaster in :mod:`eventlog._codec` then rewrites old versions on read.
 
+``evolver_patch`` (on the kinds evolver writes) holds how an imported evolver line differs from
+what evolver's own writer would produce, so an export gives back the original line exactly.
+
 Field names are shared across kinds only when their types agree, because every kind lands in
 one wide Parquet schema (a column per distinct field name).
 """
@@ -70,6 +73,7 @@ class Signal(Event, frozen=True, tag="signal"):
     key: str = ""
     error_signature: str | None = None
     observed: dict[str, Any] | None = None
+    evolver_patch: dict[str, Any] | None = None
 
 
 class Hypothesis(Event, frozen=True, tag="hypothesis"):
@@ -91,6 +95,7 @@ class Hypothesis(Event, frozen=True, tag="hypothesis"):
     selector: Any = None
     capsules: list[str] = []
     observed: dict[str, Any] | None = None
+    evolver_patch: dict[str, Any] | None = None
 
 
 class Attempt(Event, frozen=True, tag="attempt"):
@@ -116,6 +121,7 @@ class Attempt(Event, frozen=True, tag="attempt"):
     decided_by: list[str] = []
     supported_by: list[str] = []
     observed: dict[str, Any] | None = None
+    evolver_patch: dict[str, Any] | None = None
 
 
 class Step(Event, frozen=True, tag="step"):
@@ -160,6 +166,7 @@ class Outcome(Event, frozen=True, tag="outcome"):
     capsules: list[str] = []
     observed: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
+    evolver_patch: dict[str, Any] | None = None
 
 
 class Tick(Event, frozen=True, tag="tick"):
@@ -185,6 +192,7 @@ class ConfidenceEdge(Event, frozen=True, tag="confidence_edge"):
     half_life_days: Float | None = None
     updated_at: str | None = None
     derived_from: str | None = None
+    evolver_patch: dict[str, Any] | None = None
 
 
 class ConfidenceGeneOutcome(Event, frozen=True, tag="confidence_gene_outcome"):
@@ -201,6 +209,7 @@ class ConfidenceGeneOutcome(Event, frozen=True, tag="confidence_gene_outcome"):
     half_life_days: Float | None = None
     updated_at: str | None = None
     derived_from: str | None = None
+    evolver_patch: dict[str, Any] | None = None
 
 
 class ExternalCandidate(Event, frozen=True, tag="external_candidate"):
@@ -215,6 +224,7 @@ class ExternalCandidate(Event, frozen=True, tag="external_candidate"):
     trigger: list[str] = []
     candidate_gene: str | None = None
     candidate_confidence: Float | None = None
+    evolver_patch: dict[str, Any] | None = None
 
 
 class Feedback(Event, frozen=True, tag="feedback"):

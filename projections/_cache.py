@@ -10,7 +10,7 @@ unchanged id without reading the file).
 
 A DuckDB file was chosen over Parquet because a refresh rewrites only the rows it changes
 (about 1e3 edges after 1e4 events) instead of the whole state; see
-bench/RESULTS_projections.md. Refreshes are serialised by an ``flock`` on a lock file next to
+bench/RESULTS.md. Refreshes are serialised by an ``flock`` on a lock file next to
 the database: DuckDB itself lets only one process open the file for writing.
 """
 

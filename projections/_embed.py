@@ -11,7 +11,7 @@ Two ship here; others are plugged in with :func:`register_embedder`:
   time).
 
 The default is the one that routed best on ``bench/routing_set.json`` (see
-bench/RESULTS_dream.md); ``EVOLOG_EMBEDDER`` overrides it.
+bench/RESULTS.md); ``EVOLOG_EMBEDDER`` overrides it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Sort-based set operations on int64 arrays.
 
 numpy 2.x's ``np.unique`` hashes unsorted input, which measured ~15x slower than a sort for
-the 1e4-1e5 element arrays the ledger makes per run (bench/RESULTS_ledger.md).
+the 1e4-1e5 element arrays the ledger makes per run (bench/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -38,3 +38,27 @@ def test_buried_strategy_is_skipped_and_explained(tmp_path: Path) -> None:
     included = Router.from_log(log, include_dead=True).route(task)
     assert included.entry is not None and included.entry.node == node
     log.close()
+
+
+def test_advice_skips_buried_genes(tmp_path: Path) -> None:
+    from advice import AdviceEngine
+
+    log = EventLog(tmp_path / "a", create=True)
+    for i in range(4):
+        log.append_many(
+            [
+                Attempt(id=f"x{i}", signals=["log_error"], gene="g_good"),
+                Outcome(action_id=f"x{i}", status="success", delta=1.0),
+            ]
+        )
+    genes = [{"type": "Gene", "id": "g_good"}, {"type": "Gene", "id": "g_other"}]
+    assert AdviceEngine(log).advise(["log_error"], genes).preferred_gene_id == "g_good"
+    log.append(Lifecycle(entry="g_good", op="forget"))
+    advice = AdviceEngine(log).advise(["log_error"], genes)
+    assert advice.preferred_gene_id != "g_good"
+    assert "ledger_skip:g_good:forgotten" in advice.explanation
+    kept = AdviceEngine(log).advise(["log_error"], genes, include_dead=True)
+    assert kept.preferred_gene_id == "g_good"
+    compat = AdviceEngine(log).advise(["log_error"], genes, policy="evolver")
+    assert compat.preferred_gene_id == "g_good"  # evolver has no ledger: identical decisions
+    log.close()

@@ -1,4 +1,4 @@
-"""The survival suites of bench/RESULTS_ledger.md: three arms x 10 seeds x 30 cycles.
+"""The survival suites of bench/RESULTS.md: three arms x 10 seeds x 30 cycles.
 
     python bench/survival/bench_survival.py                    # storage, then testsuite
     python bench/survival/bench_survival.py --env storage --seeds 10 --cycles 30

@@ -1,0 +1,138 @@
+"""Reading the events advice needs, after a seq, from one snapshot of the log.
+
+Sealed segments are read column by column with pyarrow (only the columns and rows needed);
+the WAL tail is decoded frame by frame, only past the seq already folded. Signals and evolver
+patches, the costly columns, are read only for the rows that keep them: attempts, and the
+last :data:`advice._state.WINDOW` evolver-kind rows of each segment (earlier rows of a
+segment are pushed out of the window by those).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from eventlog import Event, Snapshot, kind_of
+from eventlog._codec import decode_many
+from eventlog._frames import Frame
+
+from ._errors import LogReadError
+from ._evolver_export import EVOLVER_KINDS, PATCH_FIELD
+from ._state import WINDOW, Row, parse_patch
+from ._walread import frames_after
+
+_COLUMNS = (
+    "seq",
+    "id",
+    "ts",
+    "kind",
+    "key",
+    "gene",
+    "gene_category",
+    "status",
+    "action_id",
+    "agent",
+    "session",
+)
+
+
+def row_of(event: Event) -> Row:
+    """The advice fields of a decoded event."""
+    get = event.__getattribute__
+    fields = event.__struct_fields__
+    return Row(
+        event.seq,
+        kind_of(event),
+        event.id,
+        event.ts,
+        get("key") if "key" in fields else "",
+        get("gene") if "gene" in fields else None,
+        get("gene_category") if "gene_category" in fields else None,
+        get("status") if "status" in fields else None,
+        get("action_id") if "action_id" in fields else None,
+        event.agent,
+        event.session,
+        get("signals") if "signals" in fields else None,
+        parse_patch(get(PATCH_FIELD)) if PATCH_FIELD in fields else None,
+    )
+
+
+def _segment_rows(path: str, after: int, upto: int) -> Iterator[Row]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+        present = set(pf.schema_arrow.names)
+        wanted = [c for c in (*_COLUMNS, "signals", PATCH_FIELD) if c in present]
+        table = pf.read(columns=wanted)
+    except (OSError, pa.ArrowException) as exc:
+        raise LogReadError(f"{path}: cannot read a sealed segment: {exc}") from None
+    mask = pc.and_(
+        pc.and_(pc.greater(table["seq"], after), pc.less_equal(table["seq"], upto)),
+        pc.is_in(table["kind"], pa.array(EVOLVER_KINDS)),
+    )
+    table = table.filter(mask)
+    n = table.num_rows
+    if n == 0:
+        return
+    cols: dict[str, list[Any]] = {}
+    for c in _COLUMNS:
+        if c not in present:
+            cols[c] = [None] * n
+        elif c == "ts":
+            cols[c] = table[c].cast(pa.int64()).to_pylist()
+        else:
+            cols[c] = table[c].to_pylist()
+    kinds = cols["kind"]
+    need = [i for i in range(n) if kinds[i] == "attempt" or i >= n - WINDOW]
+    signals = _take(table, "signals", need, present)
+    patches = _take(table, PATCH_FIELD, [i for i in need if i >= n - WINDOW], present)
+    for i in range(n):
+        yield Row(
+            cols["seq"][i],
+            kinds[i],
+            cols["id"][i],
+            cols["ts"][i],
+            cols["key"][i] or "",
+            cols["gene"][i],
+            cols["gene_category"][i],
+            cols["status"][i],
+            cols["action_id"][i],
+            cols["agent"][i] or "",
+            cols["session"][i],
+            signals.get(i),
+            parse_patch(patches.get(i)),
+        )
+
+
+def _take(table: Any, name: str, rows: list[int], present: set[str]) -> dict[int, Any]:
+    if name not in present or not rows:
+        return {}
+    values = table[name].take(rows).to_pylist()
+    return dict(zip(rows, values, strict=True))
+
+
+def read_rows(snap: Snapshot, after: int, upto: int | None = None) -> tuple[int, Iterator[Row]]:
+    """(head, rows of evolver-kind events with ``after < seq <= head``, in seq order).
+
+    ``head`` is the snapshot's newest seq, or ``upto`` if that is smaller.
+    """
+    head, frames = frames_after(snap, after)
+    if upto is not None:
+        head = min(head, upto)
+    return head, _rows(snap, after, head, [f for f in frames if f.seq <= head])
+
+
+def _rows(snap: Snapshot, after: int, head: int, frames: list[Frame]) -> Iterator[Row]:
+    for info, path in zip(snap.segments, snap.segment_paths(), strict=True):
+        if info.last_seq > after and info.first_seq <= head:
+            yield from _segment_rows(path, after, head)
+    if not frames:
+        return
+    kinds = frozenset(EVOLVER_KINDS)
+    for frame, event in zip(frames, decode_many([f.body for f in frames]), strict=True):
+        if kind_of(event) in kinds:
+            row = row_of(event)
+            yield row._replace(seq=frame.seq)
