@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventlog._signalkey import js_pow, parse_iso_ms
 from advice._evolver_policy import (
     EvolverAdvice,
     evolver_advice,
     read_evolver_jsonl_tail,
 )
+from eventlog._signalkey import js_pow, parse_iso_ms
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "evolver-examples"
 EXAMPLE_NAMES = [
