@@ -33,6 +33,7 @@ class Memory:
         **options: Any,
     ) -> None:
         self.log = EventLog(path, durability=durability, create=create, **options)
+        self._advice: Any = None
 
     @property
     def path(self) -> str:
@@ -86,3 +87,46 @@ class Memory:
 
     def verify(self) -> VerifyReport:
         return self.log.verify()
+
+    # -- the layers above the log (each imported on first use) ----------------------------
+    def projections(self, **options: Any) -> Any:
+        """A :class:`projections.Projections` over this store (SQL, edges, traces, export)."""
+        from projections import Projections
+
+        return Projections(self.log, **options)
+
+    def sql(self, query: str, **kwargs: Any) -> pa.Table:
+        """One read-only SQL query over the events, typed views, traces and edges."""
+        return self.projections().sql(query, **kwargs)
+
+    def advise(self, signals: list[str], genes: list[Any], **kwargs: Any) -> Any:
+        """Which gene to prefer for ``signals`` and which to avoid (see :mod:`advice`)."""
+        from advice import AdviceEngine
+
+        if self._advice is None:
+            self._advice = AdviceEngine(self.log)
+        return self._advice.advise(signals, genes, **kwargs)
+
+    def dream(self, **kwargs: Any) -> Any:
+        """Dream the traces no cycle has consumed yet (heuristic dreamer by default)."""
+        from dream._cycle import dream
+
+        return dream(self.log, **kwargs)
+
+    def route(self, task: str, **kwargs: Any) -> Any:
+        """Route a task: zero-shot, a memory traversal (with its plan) or a context jump."""
+        from advice import Router
+
+        return Router.from_log(self.log, **kwargs).route(task)
+
+    def ledger(self, **kwargs: Any) -> Any:
+        """The survival energy ledger replayed from the log (see :func:`projections.ledger`)."""
+        from projections import ledger
+
+        return ledger(self.log, **kwargs)
+
+    def tick(self, ticks: int = 1, reason: str | None = None) -> int:
+        """Append a survival-ledger clock tick; return its seq."""
+        from eventlog import Tick
+
+        return self.log.append(Tick(ticks=ticks, reason=reason))
