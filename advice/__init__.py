@@ -27,6 +27,8 @@ node with its steps and constraints) or CONTEXT_JUMP over the dream-built memory
 Advice and routing skip entries the survival ledger has buried unless told otherwise.
 """
 
+from typing import Any
+
 from eventlog._signalkey import (
     compute_signal_key,
     extract_error_signature,
@@ -56,20 +58,7 @@ from ._evolver_follow import follow_evolver
 from ._evolver_import import evolver_to_event, patch_supported
 from ._evolver_policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
 from ._outcomes import InferredOutcome, infer_from_signals, infer_outcome
-from ._router import (
-    DEFAULT_FLOORS,
-    EntryPoint,
-    InvalidTaskError,
-    Plan,
-    PlanStep,
-    RouteDecision,
-    Router,
-    RouterConfig,
-    RouterError,
-    RouterPath,
-)
 from ._state import AttemptInfo
-from ._traversal import Traversal
 
 __all__ = [
     "DEFAULT_FLOORS",
@@ -122,3 +111,33 @@ __all__ = [
     "stable_hash",
     "to_evolver",
 ]
+
+
+# The router pulls in the memory graph, embeddings and usearch (hundreds of ms): its names
+# load on first use, so `evolog advise` in a cold process does not pay for them.
+_ROUTER_NAMES = frozenset(
+    {
+        "DEFAULT_FLOORS",
+        "EntryPoint",
+        "InvalidTaskError",
+        "Plan",
+        "PlanStep",
+        "RouteDecision",
+        "Router",
+        "RouterConfig",
+        "RouterError",
+        "RouterPath",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ROUTER_NAMES:
+        from . import _router
+
+        return getattr(_router, name)
+    if name == "Traversal":
+        from ._traversal import Traversal
+
+        return Traversal
+    raise AttributeError(f"module 'advice' has no attribute {name!r}")

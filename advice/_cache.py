@@ -21,7 +21,7 @@ import msgspec
 from eventlog import Paths
 
 from ._edges import FORMATS, StatTable
-from ._keysearch import KeyCatalog, load_index
+from ._keysearch import KeyCatalog
 from ._state import AdviceState, AttemptInfo
 
 FORMAT = 1
@@ -90,7 +90,7 @@ def save_state(paths: Paths, state: AdviceState, signature: Signature) -> None:
     }
     with contextlib.suppress(OSError):
         os.makedirs(directory, exist_ok=True)
-        if catalog.indexed:
+        if catalog.index_loaded and catalog.indexed:
             tmp_index = os.path.join(directory, f"{INDEX_FILE}.{os.getpid()}.tmp")
             catalog.save_index(tmp_index)
             os.replace(tmp_index, os.path.join(directory, INDEX_FILE))
@@ -139,11 +139,7 @@ def _state_from(blob: dict[str, Any], directory: str) -> AdviceState:
     indexed = int(blob["indexed"])
     if indexed:
         path = os.path.join(directory, INDEX_FILE)
-        index = load_index(path)
-        # The index file is replaced before the state file: another writer's newer index
-        # may sit next to this state. Use it only if it is the one this state saved.
-        if index is not None and len(index) == int(blob["index_size"]):
-            state.catalog.attach_index(index, indexed, path)
+        state.catalog.defer_index(path, indexed, int(blob["index_size"]))
     return state
 
 

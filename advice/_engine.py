@@ -91,10 +91,19 @@ class AdviceEngine:
     """
 
     def __init__(
-        self, log: EventLog, *, use_cache: bool = True, params: EvologParams | None = None
+        self,
+        log: EventLog,
+        *,
+        use_cache: bool = True,
+        params: EvologParams | None = None,
+        one_shot: bool = False,
     ) -> None:
         self.log = log
         self.use_cache = use_cache
+        # A one-shot process (the CLI) answers one query: scanning the distinct keys exactly
+        # (tens of ms at 1e5 keys) beats importing usearch and numpy (about 200 ms) to use
+        # the index.
+        self.one_shot = one_shot
         self.params = params or EvologParams()
         self._state: AdviceState | None = None
         self._signature: Signature | None = None
@@ -115,6 +124,11 @@ class AdviceEngine:
         return private
 
     def _refresh(self) -> AdviceState:
+        state = self._refresh_state()
+        state.catalog.prefer_exact = self.one_shot
+        return state
+
+    def _refresh_state(self) -> AdviceState:
         if self._state is None and self.use_cache and not self._loaded:
             self._loaded = True
             cached = load_state(self.log.paths)
@@ -135,23 +149,30 @@ class AdviceEngine:
             state.head = max(state.head, head)
         self._state, self._signature = state, signature
         if self.use_cache and (state.applied >= SAVE_AFTER_EVENTS or (first and state.head)):
+            # A one-shot save keeps no key index (it never loaded one): a long-lived process
+            # rebuilds it once, on its first search above EXACT_SCAN_MAX keys.
             self.save()
         return state
 
     def _dead(self, as_of: int | None) -> dict[str, str]:
         """Buried entries from the survival ledger, memoised while the log is unchanged."""
-        from projections import deaths
-
         if as_of is not None:
-            return deaths(self.log, as_of=as_of)
+            return _deaths(self.log, as_of)
         signature = log_signature(self.log.paths)
         if self._dead_memo is None and self.use_cache:
             self._dead_memo = load_dead(self.log.paths)
         if self._dead_memo is None or self._dead_memo[0] != signature:
-            self._dead_memo = (signature, deaths(self.log))
+            self._dead_memo = (signature, _deaths(self.log, None))
             if self.use_cache:
                 save_dead(self.log.paths, *self._dead_memo)
         return self._dead_memo[1]
+
+    def save_if_index_grew(self) -> None:
+        """Save when a search had to build the key index, so the next process maps it."""
+        state = self._state
+        if state is not None and self.use_cache and state.catalog.index_grew:
+            self.save()
+            state.catalog.index_grew = False
 
     def save(self) -> None:
         """Write the folded state to the store's cache now."""
@@ -204,6 +225,13 @@ class AdviceEngine:
             candidate_keys=d.candidate_keys,
             warnings=tuple(warnings),
         )
+
+
+def _deaths(log: EventLog, as_of: int | None) -> dict[str, str]:
+    # Imported only when the ledger must be replayed: the projections package loads DuckDB.
+    from projections import deaths
+
+    return deaths(log, as_of=as_of)
 
 
 def _evolver(

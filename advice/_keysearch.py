@@ -25,6 +25,9 @@ NONE_KEY = "(none)"
 FINGERPRINT_BITS = 512
 BITS_PER_SIGNAL = 2
 EXACT_SCAN_MAX = 768  # the measured crossover (bench/RESULTS.md)
+# In a one-shot process the index costs an import of usearch and numpy (~200 ms) before its
+# first search; an exact scan costs ~4 us per key, so scanning wins up to ~20k keys.
+ONE_SHOT_EXACT_MAX = 20_000
 SEARCH_COUNT = 256  # candidates asked of the index before exact verification
 EXPANSION_SEARCH = 256
 
@@ -62,6 +65,9 @@ class KeyCatalog:
         self._ids: dict[str, int] | None = None
         self._sets: dict[int, frozenset[str]] = {}  # built on first use
         self._index: Any = None  # usearch Index over ids < self._indexed
+        self.prefer_exact = False  # scan up to ONE_SHOT_EXACT_MAX keys (one-shot use)
+        self._deferred: tuple[str, int, int] | None = None
+        self.index_grew = False  # build_index added keys that are not saved yet
         self._indexed = 0
         self._view_path: str | None = None
 
@@ -97,6 +103,20 @@ class KeyCatalog:
         """Use a memory-mapped usearch index (saved at ``path``) holding key ids < ``indexed``."""
         self._index, self._indexed, self._view_path = index, indexed, path
 
+    def defer_index(self, path: str, indexed: int, size: int) -> None:
+        """Map the saved index at ``path`` only when a search needs it (usearch and numpy
+        cost ~200 ms to import; an exact scan below the threshold needs neither)."""
+        self._deferred = (path, indexed, size)
+
+    def _load_deferred(self) -> None:
+        path, indexed, size = self._deferred or ("", 0, 0)
+        self._deferred = None
+        index = load_index(path) if path else None
+        # The index file is replaced before the state file: another writer's newer index may
+        # sit next to this state. Use it only if it is the one this state saved.
+        if index is not None and len(index) == size:
+            self.attach_index(index, indexed, path)
+
     def build_index(self) -> Any:
         """Build or extend the usearch index so that it covers every key; return it."""
         try:
@@ -118,6 +138,7 @@ class KeyCatalog:
 
             todo = [i for i in range(self._indexed, len(self.keys)) if self.signal_set(i)]
             if todo:
+                self.index_grew = True
                 vectors = np.stack([fingerprint(self.signal_set(i)) for i in todo])
                 self._index.add(np.asarray(todo, dtype=np.uint64), vectors)
             self._indexed = len(self.keys)
@@ -127,11 +148,20 @@ class KeyCatalog:
 
     @property
     def indexed(self) -> int:
+        if self._index is None and self._deferred is not None:
+            return self._deferred[1]  # the saved index, still on disk and unchanged
         return self._indexed if self._index is not None else 0
 
     @property
     def index_size(self) -> int:
+        if self._index is None and self._deferred is not None:
+            return self._deferred[2]
         return len(self._index) if self._index is not None else 0
+
+    @property
+    def index_loaded(self) -> bool:
+        """Whether an index is in memory (a deferred one is still only on disk)."""
+        return self._index is not None
 
     def save_index(self, path: str) -> None:
         if self._index is None:
@@ -155,10 +185,13 @@ class KeyCatalog:
             kid = self.id_of(NONE_KEY)
             return [] if kid is None else [(kid, 1.0)]
         if exact is None:
-            exact = len(self.keys) <= EXACT_SCAN_MAX
+            limit_exact = ONE_SHOT_EXACT_MAX if self.prefer_exact else EXACT_SCAN_MAX
+            exact = len(self.keys) <= limit_exact
         if exact:
             pool: Any = range(len(self.keys))
         else:
+            if self._index is None and self._deferred is not None:
+                self._load_deferred()
             if self._index is None or self._indexed == 0:
                 self.build_index()
             pool = self._index_candidates(query)

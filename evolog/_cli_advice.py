@@ -126,7 +126,8 @@ def _advise(args: argparse.Namespace) -> Advice:
 
     query = _query(args)
     with EventLog(store_path(args)) as log:
-        return AdviceEngine(log).advise(
+        engine = AdviceEngine(log, one_shot=True)
+        advice = engine.advise(
             query["signals"],
             query["genes"],
             policy=args.policy or query.get("policy", "evolog"),
@@ -135,6 +136,8 @@ def _advise(args: argparse.Namespace) -> Advice:
             as_of=query.get("as_of"),
             include_dead=True if args.include_dead else None,
         )
+        engine.save_if_index_grew()
+        return advice
 
 
 def run_advise(args: argparse.Namespace) -> int:
