@@ -205,30 +205,6 @@ def incremental(store: Path, runs: int, batch: int = 10_000) -> None:
     print(f"  edges() from the refreshed checkpoint   {statistics.median(query) * 1000:8.1f} ms")
 
 
-# What `evolog sql` runs, for a tree where the lead has not wired the command in yet.
-_RUNNER = (
-    "import argparse, sys\n"
-    "from evolog._cli_sql import add_sql_commands\n"
-    "p = argparse.ArgumentParser(); p.add_argument('--store')\n"
-    "add_sql_commands(p.add_subparsers(dest='command'))\n"
-    "a = p.parse_args(); sys.exit(a.func(a))\n"
-)
-
-
-def _sql_wired() -> bool:
-    import contextlib
-    import io
-
-    from evolog._cli import build_parser
-
-    try:
-        with contextlib.redirect_stderr(io.StringIO()):
-            build_parser().parse_args(["sql", "SELECT 1"])
-    except SystemExit:
-        return False
-    return True
-
-
 def cold_sql(store: Path, runs: int) -> None:
     """A cold ``evolog sql "SELECT count(*) FROM events"`` vs a bare DuckDB process."""
     files = sorted(str(p) for p in (store / "segments").glob("*.parquet"))
@@ -239,11 +215,7 @@ def cold_sql(store: Path, runs: int) -> None:
         f"import duckdb, pyarrow; duckdb.connect().sql({query!r}).to_arrow_table()",
     ]
     args = ["--store", str(store), "sql", "SELECT count(*) FROM events", "--format", "csv"]
-    ours = (
-        [sys.executable, "-m", "evolog", *args]
-        if _sql_wired()
-        else [sys.executable, "-c", _RUNNER, *args]
-    )
+    ours = [sys.executable, "-m", "evolog", *args]
 
     def run(cmd: list[str]) -> Callable[[], object]:
         return lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
