@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterator
 from typing import NamedTuple
 
 MAGIC = b"EVLWAL01"
@@ -115,11 +114,6 @@ def scan(buf: bytes | memoryview, start: int, limit: int) -> ScanResult:
             pending.clear()
             committed_end = offset
     return ScanResult(committed, committed_end, offset)
-
-
-def iter_frames(buf: bytes | memoryview, start: int, limit: int) -> Iterator[Frame]:
-    """Iterate over committed frames (a convenience over :func:`scan`)."""
-    yield from scan(buf, start, limit).frames
 
 
 def valid_frame_after(buf: bytes | memoryview, offset: int, limit: int, seq: int) -> int | None:

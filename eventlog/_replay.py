@@ -76,7 +76,7 @@ def arrow_batches(
         if not flt.keeps_segment(info):
             continue
         pf = pq.ParquetFile(os.path.join(snap.paths.segments, info.file))
-        read_cols = _read_columns(pf, columns, flt)
+        read_cols = _read_columns(pf, columns)
         # A whole segment at once (bounded by the seal chunk / compaction target): the
         # multi-threaded reader is faster than iterating row-group batches.
         table = pf.read(columns=read_cols, use_threads=True)
@@ -87,7 +87,7 @@ def arrow_batches(
         yield from (table.select(columns) if columns else table).to_batches(BATCH_ROWS)
 
 
-def _read_columns(pf: pq.ParquetFile, columns: list[str] | None, flt: Filter) -> list[str] | None:
+def _read_columns(pf: pq.ParquetFile, columns: list[str] | None) -> list[str] | None:
     if columns is None:
         return None
     need = set(columns) | {"seq", "ts", "kind"}

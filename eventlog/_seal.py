@@ -175,11 +175,12 @@ def collect_garbage(paths: Paths, committer: FileCommitter, grace: float = GRACE
             msgspec.structs.replace(manifest, version=manifest.version + 1, garbage=keep)
         )
     listed = {s.file for s in manifest.segments} | {g.file for g in keep}
+    deleted = 0
     for name in os.listdir(paths.segments):
         path = os.path.join(paths.segments, name)
         if name in listed:
             continue
         if name in doomed or os.stat(path).st_mtime < time.time() - grace:
             os.unlink(path)
-            doomed.append(name)
-    return len(doomed)
+            deleted += 1
+    return deleted

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 
 import msgspec
 
@@ -93,9 +92,6 @@ class Snapshot:
 
     def segment_paths(self) -> list[str]:
         return [os.path.join(self.paths.segments, s.file) for s in self.manifest.segments]
-
-    def iter_tail(self) -> Iterator[AnyEvent]:
-        yield from self.tail_events()
 
 
 def _open_wals(directory: str) -> list[_wal.WalFile] | None:
