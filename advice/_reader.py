@@ -9,17 +9,14 @@ segment are pushed out of the window by those).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from eventlog import Event, Snapshot, kind_of
-from eventlog._codec import decode_many
-from eventlog._frames import Frame
 
 from ._errors import LogReadError
 from ._evolver_export import EVOLVER_KINDS, PATCH_FIELD
 from ._state import WINDOW, Row, parse_patch
-from ._walread import frames_after
 
 _COLUMNS = (
     "seq",
@@ -119,20 +116,18 @@ def read_rows(snap: Snapshot, after: int, upto: int | None = None) -> tuple[int,
 
     ``head`` is the snapshot's newest seq, or ``upto`` if that is smaller.
     """
-    head, frames = frames_after(snap, after)
-    if upto is not None:
-        head = min(head, upto)
-    return head, _rows(snap, after, head, [f for f in frames if f.seq <= head])
+    head = snap.head_seq if upto is None else min(snap.head_seq, upto)
+    # Read backwards from the WAL's end when few events are new: an agent that records an
+    # outcome and asks again pays for the new events, not for the whole WAL.
+    events = [e for e in snap.tail_events(after) if e.seq <= head]
+    return head, _rows(snap, after, head, events)
 
 
-def _rows(snap: Snapshot, after: int, head: int, frames: list[Frame]) -> Iterator[Row]:
+def _rows(snap: Snapshot, after: int, head: int, events: Sequence[Event]) -> Iterator[Row]:
     for info, path in zip(snap.segments, snap.segment_paths(), strict=True):
         if info.last_seq > after and info.first_seq <= head:
             yield from _segment_rows(path, after, head)
-    if not frames:
-        return
     kinds = frozenset(EVOLVER_KINDS)
-    for frame, event in zip(frames, decode_many([f.body for f in frames]), strict=True):
+    for event in events:
         if kind_of(event) in kinds:
-            row = row_of(event)
-            yield row._replace(seq=frame.seq)
+            yield row_of(event)

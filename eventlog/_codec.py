@@ -58,14 +58,17 @@ def decode(data: bytes) -> AnyEvent:
 
 
 def decode_many(bodies: list[bytes]) -> list[AnyEvent]:
-    """Decode many WAL bodies in one call (a msgpack array of them)."""
-    n = len(bodies)
-    header = b"\xdd" + n.to_bytes(4, "big")
+    """Decode many event encodings in one call (as a msgpack array of them)."""
+    return decode_array(b"\xdd" + len(bodies).to_bytes(4, "big") + b"".join(bodies))
+
+
+def decode_array(data: bytes) -> list[AnyEvent]:
+    """Decode a msgpack array of events (what WAL frames hold, with an array header)."""
     # Millions of new objects trigger the cyclic GC over and over; none of them form cycles.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _many_decoder().decode(header + b"".join(bodies))
+        return _many_decoder().decode(data)
     finally:
         if enabled:
             gc.enable()

@@ -24,10 +24,10 @@ import pyarrow as pa
 
 from . import _wal
 from ._arrow import events_to_table
-from ._codec import decode_many, now_us
+from ._codec import decode_array, now_us
 from ._errors import CorruptLogError
 from ._files import FileLock, fsync_dir, os_errors_as_storage
-from ._frames import Frame
+from ._frames import Frame, events_data
 from ._manifest import FileCommitter, Garbage, Manifest, SegmentInfo
 from ._segments import read_segment, write_segment
 from ._store import Paths
@@ -85,29 +85,28 @@ def seal(paths: Paths, writer: Writer) -> SealResult:
 def _seal_files(
     paths: Paths, sealed_seq: int, files: list[tuple[int, str]]
 ) -> tuple[list[SegmentInfo], int]:
-    infos: list[SegmentInfo] = []
-    rows = 0
-    expect = sealed_seq + 1
     frames: list[Frame] = []
     for base, path in files:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         try:
             wal = _wal.WalFile(base, path, fd, os.fstat(fd).st_size)
-            frames.extend(f for f in _wal.read_frames(wal) if f.seq > sealed_seq)
+            frames.extend(f for f in _wal.read_frames(wal) if f.last_seq > sealed_seq)
         finally:
             os.close(fd)
-    for i in range(0, len(frames), SEAL_CHUNK_ROWS):
-        chunk = frames[i : i + SEAL_CHUNK_ROWS]
-        for f in chunk:
-            if f.seq != expect:
-                raise CorruptLogError(f"seal: expected seq {expect} in the WAL; got {f.seq}")
-            expect += 1
-        events = decode_many([f.body for f in chunk])
-        for f, e in zip(chunk, events, strict=True):
-            msgspec.structs.force_setattr(e, "seq", f.seq)
-        infos.append(write_segment(paths.segments, events_to_table(events)))
-        rows += len(chunk)
-    return infos, rows
+    expect = sealed_seq + 1
+    for f in frames:
+        if f.seq != expect:
+            raise CorruptLogError(f"seal: expected seq {expect} in the WAL; got {f.seq}")
+        expect += f.n
+    count, data = events_data(frames, sealed_seq)
+    events = decode_array(data) if count else []
+    for seq, e in enumerate(events, sealed_seq + 1):
+        msgspec.structs.force_setattr(e, "seq", seq)
+    infos: list[SegmentInfo] = []
+    for i in range(0, len(events), SEAL_CHUNK_ROWS):
+        table = events_to_table(events[i : i + SEAL_CHUNK_ROWS])
+        infos.append(write_segment(paths.segments, table))
+    return infos, len(events)
 
 
 def compact(paths: Paths, small_rows: int = 100_000, target_rows: int = 1_000_000) -> CompactResult:

@@ -11,16 +11,34 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import NamedTuple
 
 import msgspec
 
 from . import _wal
-from ._codec import decode_many
+from ._codec import decode_array
 from ._errors import CorruptLogError
-from ._frames import Frame
+from ._frames import Frame, events_data
 from ._manifest import FileCommitter, Manifest, SegmentInfo
 from ._store import Paths
+from ._tail import frames_after
 from ._union import AnyEvent
+
+
+class TailRecords(NamedTuple):
+    """WAL events of a snapshot, seqs ``first .. first+n-1``, as one msgpack array.
+
+    ``data`` decodes with any msgspec decoder of a list (events, or lighter Structs that
+    read only some fields); the i-th element has seq ``first + i``.
+    """
+
+    first: int
+    n: int
+    data: bytes
+
+    @property
+    def seqs(self) -> range:
+        return range(self.first, self.first + self.n)
 
 
 class Snapshot:
@@ -62,29 +80,53 @@ class Snapshot:
         """Committed WAL frames newer than the sealed segments, in seq order, gap-checked."""
         if self._frames is None:
             sealed = self.manifest.sealed_seq
-            frames = [f for w in self._wals for f in _wal.read_frames(w) if f.seq > sealed]
+            frames = [f for w in self._wals for f in _wal.read_frames(w) if f.last_seq > sealed]
             expect = sealed + 1
             for f in frames:
+                # A frame never straddles the sealed seq: seals take whole WAL files.
                 if f.seq != expect:
                     raise CorruptLogError(
                         f"{self.paths.root}: expected seq {expect} in the WAL; got {f.seq}"
                     )
-                expect += 1
+                expect += f.n
             self._frames = frames
         return self._frames
 
-    def tail_events(self) -> list[AnyEvent]:
+    def _frames_after(self, after: int) -> tuple[int, list[Frame]]:
+        """(head seq, the frames holding seqs > ``after``): read backwards when few."""
+        sealed = self.manifest.sealed_seq
+        threshold = max(after, sealed)
+        if self._frames is None:
+            found = frames_after(self._wals, threshold)
+            if found is not None:
+                # Sealed WAL files a crashed seal left behind hold only seqs <= sealed.
+                return max(found[0], sealed), found[1]
         frames = self.tail_frames()
-        events = decode_many([f.body for f in frames]) if frames else []
-        for f, e in zip(frames, events, strict=True):
-            msgspec.structs.force_setattr(e, "seq", f.seq)
+        head = frames[-1].last_seq if frames else self.manifest.sealed_seq
+        return head, [f for f in frames if f.last_seq > threshold]
+
+    def tail_records(self, after: int = 0) -> TailRecords:
+        """The WAL events with seq > ``after`` (and past the sealed segments), undecoded.
+
+        Reading costs what the events past ``after`` cost, not the whole WAL.
+        """
+        threshold = max(after, self.manifest.sealed_seq)
+        _, frames = self._frames_after(threshold)
+        count, data = events_data(frames, threshold)
+        return TailRecords(threshold + 1, count, data)
+
+    def tail_events(self, after: int = 0) -> list[AnyEvent]:
+        """The WAL events with seq > ``after`` (and past the sealed segments), decoded."""
+        records = self.tail_records(after)
+        events = decode_array(records.data) if records.n else []
+        for seq, e in zip(records.seqs, events, strict=True):
+            msgspec.structs.force_setattr(e, "seq", seq)
         return events
 
     @property
     def head_seq(self) -> int:
         """The newest seq visible in this snapshot (0 for an empty log)."""
-        frames = self.tail_frames()
-        return frames[-1].seq if frames else self.manifest.sealed_seq
+        return self._frames_after(1 << 62)[0]
 
     @property
     def segments(self) -> list[SegmentInfo]:

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from . import _frames as fr
 from . import _wal
-from ._codec import decode
+from ._codec import decode_array
 from ._errors import EventLogError
 from ._manifest import FileCommitter, SegmentInfo
 from ._store import Paths
@@ -126,14 +126,18 @@ def _check_wal(
                     "(an interrupted append; cut at the next write)"
                 )
         for frame in result.frames:
-            if frame.seq <= sealed:
+            if frame.last_seq <= sealed:
                 continue
             if frame.seq != expect:
                 problems.append(f"wal/{name}: expected seq {expect}; got {frame.seq}")
-            expect = frame.seq + 1
-            head = frame.seq
+            expect = frame.seq + frame.n
+            head = frame.last_seq
             try:
-                ids.append(decode(frame.body).id)
+                events = decode_array(fr.array_header(frame.n) + frame.body)
             except msgspec.MsgspecError as exc:
-                problems.append(f"wal/{name}: seq {frame.seq} does not decode ({exc})")
+                problems.append(
+                    f"wal/{name}: seqs {frame.seq}..{frame.last_seq} do not decode ({exc})"
+                )
+                continue
+            ids.extend(e.id for e in events)
     return head

@@ -51,16 +51,17 @@ def check_tail(path: str, fd: int, size: int, base: int) -> tuple[int, int, Repa
     Fast path: the footer of the last frame names a committed frame, so nothing is read but
     that frame. Otherwise the file is scanned and cut after its last whole append.
     """
+    check_header(os.pread(fd, fr.FILE_HEADER.size, 0), path, base)
     if size == fr.FILE_HEADER.size:
         return base, size, None
     tail_len = min(size, (1 << 20) + fr.OVERHEAD + 64)
     tail = os.pread(fd, tail_len, size - tail_len)
     last = fr.last_frame(tail, 0, len(tail)) if size > fr.FILE_HEADER.size else None
     if last is not None and last.end and size - tail_len + last.offset >= fr.FILE_HEADER.size:
-        return last.seq + 1, size, None
+        return last.seq + last.n, size, None
     data = read_file(fd, size)
     result = fr.scan(data, fr.FILE_HEADER.size, size)
-    next_seq = result.frames[-1].seq + 1 if result.frames else base
+    next_seq = result.frames[-1].last_seq + 1 if result.frames else base
     if result.committed_end == size:
         return next_seq, size, None
     after = fr.valid_frame_after(data, result.stopped_at + 1, size, next_seq)
@@ -74,6 +75,17 @@ def check_tail(path: str, fd: int, size: int, base: int) -> tuple[int, int, Repa
     os.fsync(fd)
     repair = Repair(path, result.committed_end, size - result.committed_end, dropped)
     return next_seq, result.committed_end, repair
+
+
+def check_header(header: bytes, path: str, base: int) -> None:
+    """Raise unless ``header`` is this format's header of a WAL file starting at ``base``."""
+    if header[:8] == fr.OLD_MAGIC:
+        raise CorruptLogError(
+            f"{path}: a WAL file of the previous format (one event per frame); seal it with "
+            "the evolog release that wrote it before opening the store with this one"
+        )
+    if fr.read_base(header) != base:
+        raise CorruptLogError(f"{path}: not a WAL file of base {base}")
 
 
 def _pending_frames(data: bytes, start: int, stop: int) -> list[fr.Frame]:
@@ -119,13 +131,12 @@ class WalFile(NamedTuple):
 def read_frames(wal: WalFile) -> list[fr.Frame]:
     """Committed frames of a WAL file up to the snapshot length."""
     data = read_file(wal.fd, wal.size)
-    if fr.read_base(data) != wal.base:
-        raise CorruptLogError(f"{wal.path}: not a WAL file of base {wal.base}")
+    check_header(data, wal.path, wal.base)
     result = fr.scan(data, fr.FILE_HEADER.size, wal.size)
     if result.committed_end != wal.size:
         # A torn tail (a writer mid-append, or killed) is skipped; damage with whole frames
         # after it is not: a reader would silently miss them and a seal would delete them.
-        next_seq = result.frames[-1].seq + 1 if result.frames else wal.base
+        next_seq = result.frames[-1].last_seq + 1 if result.frames else wal.base
         after = fr.valid_frame_after(data, result.stopped_at + 1, wal.size, next_seq)
         if after is not None:
             raise CorruptLogError(

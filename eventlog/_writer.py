@@ -39,7 +39,7 @@ class _IdOnly(msgspec.Struct):
     id: str = ""
 
 
-_id_decoder = msgspec.msgpack.Decoder(_IdOnly)
+_id_decoder = msgspec.msgpack.Decoder(list[_IdOnly])
 
 
 class Writer:
@@ -153,8 +153,11 @@ class Writer:
             try:
                 wal = _wal.WalFile(base, path, fd, os.fstat(fd).st_size)
                 for frame in _wal.read_frames(wal):
-                    if frame.seq > covered:
-                        index.insert(_id_decoder.decode(frame.body).id, frame.seq)
+                    if frame.last_seq > covered:
+                        ids = _id_decoder.decode(fr.array_header(frame.n) + frame.body)
+                        for seq, item in enumerate(ids, frame.seq):
+                            if seq > covered:
+                                index.insert(item.id, seq)
             finally:
                 os.close(fd)
 

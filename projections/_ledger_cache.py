@@ -23,7 +23,6 @@ import pyarrow.parquet as pq
 
 from eventlog import AnyEvent, Snapshot
 from eventlog._arrow import table_to_events
-from eventlog._codec import decode_many
 from eventlog._segments import conform
 
 from ._ledger import replay_ledger, snapshot_of
@@ -162,14 +161,9 @@ def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
         if info.last_seq > seq:
             table = pq.read_table(path, filters=[("seq", ">", seq)])
             out.extend(table_to_events(conform(table)))
-    frames = [f for f in snap.tail_frames() if f.seq > seq]
-    if frames:
-        # Decode only the new frames: a follower polled after every append would otherwise
-        # decode the whole tail again each time.
-        events = decode_many([f.body for f in frames])
-        for f, e in zip(frames, events, strict=True):
-            msgspec.structs.force_setattr(e, "seq", f.seq)
-        out.extend(events)
+    # Only the new events: a follower polled after every append would otherwise decode the
+    # whole tail again each time.
+    out.extend(snap.tail_events(seq))
     return out
 
 
@@ -183,8 +177,7 @@ def mark_at(snap: Snapshot, seq: int, known: Mark | None) -> Mark:
                 return known  # segments are immutable and their names unique
             table = pq.read_table(path, columns=["seq", "id"], filters=[("seq", "=", seq)])
             return Mark(seq, str(table["id"][0].as_py()) if table.num_rows else "", info.file)
-    for f in snap.tail_frames():
-        if f.seq == seq:
-            (event,) = decode_many([f.body])
-            return Mark(seq, event.id, "")
+    events = snap.tail_events(seq - 1)
+    if events and events[0].seq == seq:
+        return Mark(seq, events[0].id, "")
     return Mark(seq, "", "")

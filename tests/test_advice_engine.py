@@ -7,7 +7,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -214,63 +213,3 @@ def test_exact_scan_below_the_threshold() -> None:
     assert catalog.indexed == 0  # no index is built for a small catalog
     none = KeyCatalog(["(none)", "a"])
     assert none.similar(frozenset(), 1 / 3, 5) == [(0, 1.0)]
-
-
-# -- reading the WAL backwards -----------------------------------------------------------------
-
-
-def _forward(log: EventLog, after: int) -> tuple[int, list[int]]:
-    with log.snapshot() as snap:
-        return snap.head_seq, [f.seq for f in snap.tail_frames() if f.seq > after]
-
-
-def _backward(log: EventLog, after: int) -> tuple[int, list[int]]:
-    from advice._walread import frames_after
-
-    with log.snapshot() as snap:
-        head, frames = frames_after(snap, after)
-        return head, [f.seq for f in frames]
-
-
-@given(st.lists(st.integers(1, 30), min_size=1, max_size=8), st.integers(0, 2**32))
-@settings(max_examples=25)
-def test_wal_read_backwards_equals_a_forward_scan(sizes: list[int], seed: int) -> None:
-    import tempfile
-
-    rng = random.Random(seed)
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        EventLog(Path(tmp) / "s", create=True, durability="none") as log,
-    ):
-        n = 0
-        for size in sizes:
-            log.append_many(Signal(id=f"e{n + i}", ts=T0, signals=["a"]) for i in range(size))
-            n += size
-            if rng.random() < 0.3:
-                log.seal()
-            for after in {0, n // 2, max(0, n - 3), n}:
-                assert _backward(log, after) == _forward(log, after)
-
-
-@pytest.mark.parametrize("tail", ["torn", "uncommitted"])
-def test_wal_read_backwards_ignores_what_is_not_committed(tmp_path: Path, tail: str) -> None:
-    from advice._walread import frames_after
-    from eventlog._codec import encode
-    from eventlog._frames import encode_frames
-    from eventlog._snapshot import Snapshot
-    from eventlog._store import Paths
-
-    path = tmp_path / "s"
-    with EventLog(path, create=True, durability="none") as log:
-        log.append_many(Signal(id=f"e{i}", ts=T0, signals=["a"]) for i in range(10))
-    body = encode(Signal(id="late", ts=T0))
-    batch = encode_frames([(11, body), (12, body)])
-    # A writer died (or is still writing): half a batch, or half a frame, at the end.
-    extra = batch[: len(batch) // 2] if tail == "uncommitted" else batch[:7]
-    wal = sorted((path / "wal").iterdir())[-1]
-    with open(wal, "ab") as f:
-        f.write(extra)
-    with Snapshot.take(Paths.of(path)) as snap:  # a reader: nothing repairs the tail
-        head, frames = frames_after(snap, 4)
-        assert head == 10 and [f.seq for f in frames] == list(range(5, 11))
-        assert [f.seq for f in snap.tail_frames()] == list(range(1, 11))

@@ -27,10 +27,15 @@ APPENDS: list[list[Event]] = [
 
 
 def _build(store: Path) -> Path:
-    """The store with APPENDS written; returns its (only) WAL file."""
-    with EventLog(store, create=True, auto_seal="off") as log:
-        for batch in APPENDS:
-            log.append_many(batch)
+    """The store with APPENDS written, one event per frame; returns its (only) WAL file."""
+    old = fr.MAX_FRAME_BODY
+    fr.MAX_FRAME_BODY = 1  # the batch then spans three frames, END on the last
+    try:
+        with EventLog(store, create=True, auto_seal="off") as log:
+            for batch in APPENDS:
+                log.append_many(batch)
+    finally:
+        fr.MAX_FRAME_BODY = old
     (wal,) = (store / "wal").iterdir()
     return wal
 
