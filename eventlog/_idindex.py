@@ -125,6 +125,27 @@ class _Table:
             i = (i + 1) & self.mask
 
 
+    def insert_many(self, items: list[tuple[bytes, int]]) -> None:
+        """:meth:`insert` for many keys, the header's count written once."""
+        mm, mask, added = self.mm, self.mask, 0
+        home = struct.Struct("<Q").unpack_from
+        pack = _SEQ.pack
+        for key, seq in items:
+            i = home(key)[0] & mask
+            while True:
+                off = HEADER_SIZE + i * SLOT
+                old = mm[off + 16 : off + 24]
+                if old == _ZERO_SEQ:
+                    mm[off : off + 24] = key + pack(seq)
+                    added += 1
+                    break
+                if mm[off : off + 16] == key:
+                    mm[off + 16 : off + 24] = pack(seq)
+                    break
+                i = (i + 1) & mask
+        struct.pack_into("<Q", mm, _COUNT_AT, self.count + added)
+
+
 class IdIndex:
     """Lookups and inserts; the caller holds the store's write lock."""
 
@@ -202,6 +223,23 @@ class IdIndex:
             self._keys.clear()
         self._keys[event_id] = key
         return 0
+
+    def insert_many(self, items: list[tuple[str, int]]) -> None:
+        """Insert ``(id, seq)`` pairs (the ids of one append, in seq order)."""
+        self._open_new_tables()
+        keys = self._keys
+        pos = 0
+        while pos < len(items):
+            table = self._tables[-1]
+            room = int(table.capacity * MAX_LOAD) - table.count
+            if room <= 0:
+                self.insert(*items[pos])  # adds the next, bigger table
+                pos += 1
+                continue
+            chunk = items[pos : pos + room]
+            pop = keys.pop
+            table.insert_many([(pop(e, b"") or key_of(e), s) for e, s in chunk])
+            pos += len(chunk)
 
     def insert(self, event_id: str, seq: int) -> None:
         self._open_new_tables()

@@ -15,14 +15,14 @@ import msgspec
 
 from . import _frames as fr
 from . import _wal
-from ._codec import now_us, prepare
+from ._codec import now_us
 from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
 from ._files import FileLock, storage_error, write_all
 from ._idindex import IdIndex, store_stamp
 from ._manifest import FileCommitter, Manifest
+from ._prepare import Prepared, prepare_many
 from ._store import Paths
-from ._union import AnyEvent
 
 Durability = Literal["always", "batch", "none"]
 
@@ -181,11 +181,8 @@ class Writer:
         self, events: Iterable[Event], where: str = "", validated: bool = False
     ) -> list[Receipt]:
         """Append events atomically (all or none); duplicates by id are not written."""
-        ts = now_us()
-        prepared = [
-            prepare(e, ts, f"{where}{i + 1}" if where else f"event {i + 1}", validated)
-            for i, e in enumerate(events)
-        ]
+        batch = events if isinstance(events, Sequence) else list(events)
+        prepared = prepare_many(batch, now_us(), where, validated)
         if not prepared:
             return []
         with self._mutex:
@@ -201,15 +198,20 @@ class Writer:
                 return receipts
 
     def _assign(
-        self, prepared: Sequence[tuple[AnyEvent, bytes]]
+        self, prepared: Sequence[Prepared]
     ) -> tuple[list[Receipt], list[tuple[int, bytes, str]]]:
         index = self._index_open()
         receipts: list[Receipt] = []
         items: list[tuple[int, bytes, str]] = []
         local: dict[str, int] = {}
         seq = self._next_seq + len(self._buffer)
-        for event, body in prepared:
+        for event, body, fresh in prepared:
             eid = event.id
+            if fresh:  # minted by this append: no need to look it up
+                items.append((seq, body, eid))
+                receipts.append(Receipt(seq, eid, False))
+                seq += 1
+                continue
             found = local.get(eid) or self._pending.get(eid) or index.lookup(eid, seq)
             if found:
                 receipts.append(Receipt(found, eid, True))
@@ -238,8 +240,7 @@ class Writer:
         self._next_seq = items[-1][0] + 1
         index = self._index_open()
         try:
-            for seq, _, eid in items:
-                index.insert(eid, seq)
+            index.insert_many([(eid, seq) for seq, _, eid in items])
         except OSError:
             # No room for a bigger index table. The records are written and acknowledged;
             # covered_seq stays behind, so the next append re-inserts these ids (or fails
@@ -248,7 +249,7 @@ class Writer:
         index.set_covered(self._next_seq - 1)
 
     # -- group commit ------------------------------------------------------------------
-    def _append_batched(self, prepared: Sequence[tuple[AnyEvent, bytes]]) -> list[Receipt]:
+    def _append_batched(self, prepared: Sequence[Prepared]) -> list[Receipt]:
         if not self._held:
             self._lock.acquire()
             self._held = True
