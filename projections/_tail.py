@@ -9,9 +9,9 @@ sealed segment stores it, and a field the kind does not have reads as NULL.
 
 from __future__ import annotations
 
+import array
 import functools
 import gc
-from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -24,7 +24,6 @@ FIELDS = ("id", "ts", "key", "gene", "status", "action_id")
 NARROW_SCHEMA = pa.schema(
     [SCHEMA.field(n) for n in ("seq", "id", "ts", "kind", "key", "gene", "status", "action_id")]
 )
-_get = attrgetter(*FIELDS)
 
 
 def _light_struct(cls: type[msgspec.Struct]) -> type[msgspec.Struct]:
@@ -67,17 +66,26 @@ def narrow_tail(snap: Snapshot, lo: int, hi: int) -> pa.Table:
     try:
         # The log fills id and ts at append, so every stored event has both.
         events = decoder.decode(records.data)[: len(seqs)]
-        rows = [_get(e) for e in events]
-        kind_col = [kinds[type(e)] for e in events]
+        columns = [
+            [e.id for e in events],
+            [e.ts for e in events],
+            [kinds[type(e)] for e in events],
+            [e.key for e in events],
+            [e.gene for e in events],
+            [e.status for e in events],
+            [e.action_id for e in events],
+        ]
     finally:
         if enabled:
             gc.enable()
-    ids, ts, key, gene, status, action_id = zip(*rows, strict=True)
+    ids, ts, kind, key, gene, status, action_id = columns
+    # Seqs are consecutive: one C loop fills them, rather than converting Python ints.
+    seq_buffer = pa.py_buffer(array.array("q", seqs).tobytes())
     arrays = [
-        pa.array(seqs, pa.int64()),
+        pa.Array.from_buffers(pa.int64(), len(seqs), [None, seq_buffer]),
         pa.array(ids, pa.string()),
         pa.array(ts, pa.int64()).cast(TS_TYPE),
-        pa.array(kind_col, pa.string()),
+        pa.array(kind, pa.string()),
         pa.array(key, pa.string()),
         pa.array(gene, pa.string()),
         pa.array(status, pa.string()),
