@@ -58,6 +58,8 @@ _crc32 = zlib.crc32
 
 def encode_frames(items: list[tuple[int, bytes]]) -> bytes:
     """Frame consecutive ``(seq, body)`` pairs as one atomic append (END on the last frame)."""
+    if len(items) == 1:
+        return _frame(items[0][0], 1, items[0][1], True)
     out = bytearray()
     limit = MAX_FRAME_BODY
     start = 0

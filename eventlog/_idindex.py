@@ -35,6 +35,7 @@ SLOT = 24
 FIRST_BITS = 16
 MAX_LOAD = 0.7
 _SEQ = struct.Struct("<Q")
+_HOME = _SEQ.unpack_from  # a key's first 8 bytes pick its home slot
 _COUNT_AT = 48
 _STAMP_AT = 56  # 8 bytes naming the store this index belongs to (see store_stamp)
 _ZERO_SEQ = b"\0" * 8
@@ -124,11 +125,10 @@ class _Table:
                 return
             i = (i + 1) & self.mask
 
-
     def insert_many(self, items: list[tuple[bytes, int]]) -> None:
         """:meth:`insert` for many keys, the header's count written once."""
         mm, mask, added = self.mm, self.mask, 0
-        home = struct.Struct("<Q").unpack_from
+        home = _HOME
         pack = _SEQ.pack
         for key, seq in items:
             i = home(key)[0] & mask
@@ -152,7 +152,8 @@ class IdIndex:
     def __init__(self, directory: str) -> None:
         self._dir = directory
         os.makedirs(directory, exist_ok=True)
-        self._tables: list[_Table] = [_Table(self._path(0), FIRST_BITS, create=True)]
+        self._first = self._path(0)
+        self._tables: list[_Table] = [_Table(self._first, FIRST_BITS, create=True)]
         self._keys: dict[str, bytes] = {}
         self._open_new_tables()
 
@@ -183,7 +184,7 @@ class IdIndex:
     def is_current(self) -> bool:
         """False once the index files were deleted or replaced under this process."""
         try:
-            return os.stat(self._path(0)).st_ino == self._tables[0].ino
+            return os.stat(self._first).st_ino == self._tables[0].ino
         except FileNotFoundError:
             return False
 

@@ -20,7 +20,7 @@ from ._codec import MAX_EVENT_BYTES, MAX_ID_CHARS, _decoder, _encoder, decode_ar
 from ._errmsg import validation_error
 from ._errors import EventTooLargeError, InvalidEventError
 from ._events import SCHEMA_VERSION, Attempt, Event
-from ._ids import new_ids
+from ._ids import new_id, new_ids
 from ._union import EVENT_TYPES, KINDS, AnyEvent
 from ._values import check_free_fields, free_fields, unencodable_error
 
@@ -35,6 +35,8 @@ def prepare_many(
     events: Sequence[Event], ts_default: int, where: str = "", validated: bool = False
 ) -> list[Prepared]:
     """Fill envelope defaults, encode and validate a batch; raise on the first bad event."""
+    if len(events) == 1:
+        return [_prepare_one(events[0], ts_default, _where(where, 0), validated)]
     for i, event in enumerate(events):
         if not isinstance(event, EVENT_TYPES):
             raise InvalidEventError(
@@ -61,6 +63,26 @@ def prepare_many(
         Prepared(e, b, not o.id)  # type: ignore[arg-type]
         for e, b, o in zip(checked, bodies, events, strict=True)
     ]
+
+
+def _prepare_one(event: Event, ts_default: int, where: str, validated: bool) -> Prepared:
+    """The same for one event, without the batch machinery (a hook's or agent's append)."""
+    if not isinstance(event, EVENT_TYPES):
+        raise InvalidEventError(
+            f"expected an event (one of {', '.join(sorted(KINDS))}); got {type(event).__name__}",
+            where=where,
+        )
+    fresh = not event.id
+    event = _filled(event, new_id(ts_default // 1000) if fresh else "", ts_default)
+    body = _encode(event, where)
+    checked = event if validated else _decode_one(event, body, where)
+    if not validated and _free_values(type(checked))(checked).count(None) != len(
+        free_fields(type(checked))
+    ):
+        check_free_fields(checked, where)
+    if len(checked.id) > MAX_ID_CHARS or checked.ts < 0 or not 1 <= checked.v <= SCHEMA_VERSION:
+        _check_envelope(checked, where)
+    return Prepared(checked, body, fresh)  # type: ignore[arg-type]
 
 
 def _where(where: str, i: int) -> str:

@@ -6,6 +6,7 @@ never import pyarrow, duckdb, usearch or anthropic.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterable, Sequence
@@ -20,11 +21,14 @@ from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
 from ._files import FileLock, storage_error, write_all
 from ._idindex import IdIndex, store_stamp
-from ._manifest import FileCommitter, Manifest
+from ._idsync import catch_up
+from ._manifest import FileCommitter
 from ._prepare import Prepared, prepare_many
 from ._store import Paths
 
 Durability = Literal["always", "batch", "none"]
+#: A writer inserts its ids into the id index in groups of this many (see _write).
+LAG_EVENTS = 64
 
 
 class Receipt(NamedTuple):
@@ -33,13 +37,6 @@ class Receipt(NamedTuple):
     seq: int
     id: str
     duplicate: bool
-
-
-class _IdOnly(msgspec.Struct):
-    id: str = ""
-
-
-_id_decoder = msgspec.msgpack.Decoder(list[_IdOnly])
 
 
 class Writer:
@@ -69,6 +66,11 @@ class Writer:
         self._held = False
         self._buffer: list[tuple[int, bytes]] = []
         self._pending: dict[str, int] = {}
+        # Ids this writer appended but has not inserted into the id index yet (seqs
+        # _lag_first .. _lag_end-1); covered_seq stays behind them until they are.
+        self._lag: dict[str, int] = {}
+        self._lag_first = 0
+        self._lag_end = 0
         self._timer: threading.Timer | None = None
         self._closed = False
         self.repairs: list[_wal.Repair] = []
@@ -102,8 +104,13 @@ class Writer:
             # The index knows seqs this log does not have (the log was restored from an
             # older copy): its entries cannot be told from ours, so start it again.
             index.reset(store_stamp(self.paths.marker))
-        if index.covered_seq < self._next_seq - 1:
-            self._catch_up(index)
+        covered = index.covered_seq
+        if covered == self._next_seq - 1:
+            self._lag.clear()  # nothing missing (another writer may have caught ours up)
+        elif not (self._lag and covered == self._lag_first - 1 and self._lag_end == self._next_seq):
+            # Missing ids that are not just our own lag: read them from the log.
+            self._lag.clear()
+            catch_up(self.paths, index, self._next_seq - 1)
 
     def _open_active(self) -> None:
         if self._fd >= 0:
@@ -128,38 +135,6 @@ class Writer:
             index.check_boot()
             self._index = index
         return self._index
-
-    def _catch_up(self, index: IdIndex) -> None:
-        """Insert the ids the index misses: from the WAL after a crash between write and
-        insert; from sealed segments too when the index was lost or started again."""
-        for _ in range(100):
-            manifest = FileCommitter(self.paths.manifest).load()
-            covered = index.covered_seq
-            try:
-                if covered < manifest.sealed_seq:
-                    _insert_sealed_ids(self.paths, manifest, covered, index)
-                    index.sync(manifest.sealed_seq)
-                    covered = manifest.sealed_seq
-                self._insert_wal_ids(index, covered)
-            except FileNotFoundError:
-                continue  # a seal or compaction moved records meanwhile: read the new manifest
-            index.set_covered(self._next_seq - 1)
-            return
-        raise CorruptLogError(f"{self.paths.root}: could not rebuild the id index")
-
-    def _insert_wal_ids(self, index: IdIndex, covered: int) -> None:
-        for base, path in _wal.list_wal(self.paths.wal):
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                wal = _wal.WalFile(base, path, fd, os.fstat(fd).st_size)
-                for frame in _wal.read_frames(wal):
-                    if frame.last_seq > covered:
-                        ids = _id_decoder.decode(fr.array_header(frame.n) + frame.body)
-                        for seq, item in enumerate(ids, frame.seq):
-                            if seq > covered:
-                                index.insert(item.id, seq)
-            finally:
-                os.close(fd)
 
     def _report(self, repair: _wal.Repair) -> None:
         import logging  # only on the rare repair path
@@ -212,7 +187,12 @@ class Writer:
                 receipts.append(Receipt(seq, eid, False))
                 seq += 1
                 continue
-            found = local.get(eid) or self._pending.get(eid) or index.lookup(eid, seq)
+            found = (
+                local.get(eid)
+                or self._pending.get(eid)
+                or self._lag.get(eid)
+                or index.lookup(eid, seq)
+            )
             if found:
                 receipts.append(Receipt(found, eid, True))
                 continue
@@ -238,15 +218,36 @@ class Writer:
             raise storage_error(exc, f"appending to {self.paths.root}") from None
         self._size = old + len(data)
         self._next_seq = items[-1][0] + 1
+        # The index is told in groups of LAG_EVENTS: inserting one id per append dirties a
+        # random page of the index each time, which costs more than the insert itself.
+        if not self._lag:
+            self._lag_first = items[0][0]
+        self._lag.update((eid, seq) for seq, _, eid in items)
+        self._lag_end = self._next_seq
+        if len(self._lag) >= LAG_EVENTS:
+            self._flush_lag()
+
+    def _flush_lag(self) -> None:
+        """Insert the lagging ids; the caller holds the lock and has just synced."""
+        if not self._lag:
+            return
+        items = list(self._lag.items())
+        self._lag.clear()
         index = self._index_open()
         try:
-            index.insert_many([(eid, seq) for seq, _, eid in items])
+            index.insert_many(items)
         except OSError:
             # No room for a bigger index table. The records are written and acknowledged;
-            # covered_seq stays behind, so the next append re-inserts these ids (or fails
-            # cleanly with StorageError before writing anything).
+            # covered_seq stays behind, so the next append re-inserts these ids from the WAL
+            # (or fails cleanly with StorageError before writing anything).
             return
-        index.set_covered(self._next_seq - 1)
+        index.set_covered(self._lag_end - 1)
+
+    def _flush_lag_locked(self) -> None:
+        if self._lag:
+            with self._lock.held():
+                self._sync()  # drops the lag if another writer caught it up meanwhile
+                self._flush_lag()
 
     # -- group commit ------------------------------------------------------------------
     def _append_batched(self, prepared: Sequence[Prepared]) -> list[Receipt]:
@@ -316,6 +317,8 @@ class Writer:
 
     def sync_index(self, seq: int) -> None:
         with self._mutex, self._lock.held():
+            self._sync()
+            self._flush_lag()
             self._index_open().sync(seq)
 
     def wal_size(self) -> int:
@@ -326,30 +329,12 @@ class Writer:
             if self._closed:
                 return
             self._flush_locked()
+            with contextlib.suppress(OSError, StorageError, CorruptLogError):
+                # The ids are in the WAL: if this fails, the next writer inserts them.
+                self._flush_lag_locked()
             self._closed = True
             if self._fd >= 0:
                 os.close(self._fd)
             if self._index is not None:
                 self._index.close()
             self._lock.close()
-
-
-def _insert_sealed_ids(paths: Paths, manifest: Manifest, after: int, index: IdIndex) -> None:
-    """Insert the ids of sealed events with seq > ``after`` (rebuilding a lost index)."""
-    # Only a lost or foreign index gets here, never a normal append: pyarrow is loaded late.
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    for info in manifest.segments:
-        if info.last_seq <= after:
-            continue
-        path = os.path.join(paths.segments, info.file)
-        try:
-            table = pq.read_table(path, columns=["seq", "id"])
-        except FileNotFoundError:
-            raise
-        except (OSError, pa.ArrowException) as exc:
-            raise CorruptLogError(f"{path}: unreadable segment ({exc})") from None
-        for seq, eid in zip(table["seq"].to_pylist(), table["id"].to_pylist(), strict=True):
-            if seq > after:
-                index.insert(eid, seq)

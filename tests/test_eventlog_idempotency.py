@@ -227,3 +227,41 @@ def test_concurrent_writers_of_the_same_ids(store: Path) -> None:
         assert sorted(e.id for e in got) == sorted(f"same{i}" for i in range(150))
         assert [e.seq for e in got] == list(range(1, 151))
         assert log.verify().ok
+
+
+def test_ids_a_writer_has_not_indexed_yet_are_found_by_others(store: Path) -> None:
+    """A writer inserts its ids into the index in groups; until then others read the WAL."""
+    with EventLog(store, create=True) as a, EventLog(store) as b:
+        a.append_many([Note(ts=1, text=f"t{i}") for i in range(3)])  # minted ids
+        minted = [e.id for e in a.replay()]
+        assert a.append(Note(id="client", ts=1)) == 4
+        assert b.append(Note(id="client", ts=1)) == 4
+        assert b.append_receipts([Note(id=minted[1], ts=1)]) == [Receipt(2, minted[1], True)]
+        assert a.append(Note(id=minted[2], ts=1)) == 3
+        assert a.append(Note(id="after", ts=1)) == 5
+        assert b.append(Note(id="after", ts=1)) == 5
+    with EventLog(store) as log:
+        assert [log.append(Note(id=i, ts=1)) for i in [*minted, "client", "after"]] == [
+            1,
+            2,
+            3,
+            4,
+            5,
+        ]
+
+
+def test_a_writer_killed_before_indexing_its_ids(store: Path) -> None:
+    """The ids of a writer that died with ids not yet indexed are found in the WAL."""
+    EventLog(store, create=True).close()
+    code = (
+        "import os, sys; from eventlog import EventLog, Note\n"
+        "log = EventLog(sys.argv[1])\n"
+        "for i in range(10):\n"
+        "    log.append(Note(id=f'k{i}', ts=1))\n"
+        "os._exit(0)  # no close: the index never hears of these ids\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(store)], cwd=REPO, check=True)
+    with EventLog(store) as log:
+        assert log.append_many(_notes("k", 10)) == list(range(1, 11))
+        assert log.append(Note(id="new", ts=1)) == 11
+        assert log.verify().ok
