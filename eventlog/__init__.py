@@ -60,7 +60,7 @@ from ._events import (
 from ._ids import new_id
 from ._jsonin import from_builtins, from_json, parse_ts
 from ._log import EventLog, open_log
-from ._snapshot import Snapshot
+from ._snapshot import Snapshot, TailRecords
 from ._store import Paths, init_store
 from ._union import EVENT_TYPES, KINDS, AnyEvent
 from ._writer import Durability, Receipt
@@ -108,6 +108,7 @@ __all__ = [
     "StorageError",
     "StoreExistsError",
     "StoreNotFoundError",
+    "TailRecords",
     "Tick",
     "from_builtins",
     "from_json",
