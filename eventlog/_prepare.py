@@ -34,16 +34,15 @@ class Prepared(NamedTuple):
 def prepare_many(
     events: Sequence[Event], ts_default: int, where: str = "", validated: bool = False
 ) -> list[Prepared]:
-    """Fill envelope defaults, encode and validate a batch; raise on the first bad event."""
+    """Fill envelope defaults, encode and validate a batch; raise naming a bad event.
+
+    All or nothing: one bad event fails the whole batch, before anything is written.
+    """
     if len(events) == 1:
         return [_prepare_one(events[0], ts_default, _where(where, 0), validated)]
     for i, event in enumerate(events):
         if not isinstance(event, EVENT_TYPES):
-            raise InvalidEventError(
-                f"expected an event (one of {', '.join(sorted(KINDS))}); "
-                f"got {type(event).__name__}",
-                where=_where(where, i),
-            )
+            raise _not_an_event(event, _where(where, i))
     missing = sum(1 for e in events if not e.id)
     ids = iter(new_ids(missing, ts_default // 1000)) if missing else iter(())
     filled = [_filled(e, "" if e.id else next(ids), ts_default) for e in events]
@@ -68,10 +67,7 @@ def prepare_many(
 def _prepare_one(event: Event, ts_default: int, where: str, validated: bool) -> Prepared:
     """The same for one event, without the batch machinery (a hook's or agent's append)."""
     if not isinstance(event, EVENT_TYPES):
-        raise InvalidEventError(
-            f"expected an event (one of {', '.join(sorted(KINDS))}); got {type(event).__name__}",
-            where=where,
-        )
+        raise _not_an_event(event, where)
     fresh = not event.id
     event = _filled(event, new_id(ts_default // 1000) if fresh else "", ts_default)
     body = _encode(event, where)
@@ -83,6 +79,13 @@ def _prepare_one(event: Event, ts_default: int, where: str, validated: bool) -> 
     if len(checked.id) > MAX_ID_CHARS or checked.ts < 0 or not 1 <= checked.v <= SCHEMA_VERSION:
         _check_envelope(checked, where)
     return Prepared(checked, body, fresh)  # type: ignore[arg-type]
+
+
+def _not_an_event(value: object, where: str) -> InvalidEventError:
+    return InvalidEventError(
+        f"expected an event (one of {', '.join(sorted(KINDS))}); got {type(value).__name__}",
+        where=where,
+    )
 
 
 def _where(where: str, i: int) -> str:
