@@ -52,6 +52,7 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--op", default="seal")
     p.add_argument("--crash-at", type=int, default=0)
     p.add_argument("--ready", action="store_true")
+    p.add_argument("--frame-bytes", type=int, default=0, help="cut batches into small frames")
     return p.parse_args()
 
 
@@ -172,6 +173,10 @@ def run_crashpoint(log: EventLog, acks: Acks, a: argparse.Namespace) -> None:
 
 def main() -> int:
     a = _parse()
+    if a.frame_bytes:
+        from eventlog import _frames
+
+        _frames.MAX_FRAME_BODY = a.frame_bytes  # a batch then spans many frames
     acks = Acks(a.ack)
     with EventLog(a.store, create=True, durability=a.durability, auto_seal="off") as log:
         if a.ready:

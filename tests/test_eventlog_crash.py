@@ -93,6 +93,8 @@ def carry_on(store: Path) -> None:
     [
         ("append", 0.25, ()),
         ("batches", 0.3, ("--batch-max", "300", "--text-bytes", "2000")),
+        # Batches of many frames: a kill between their frames must drop the whole batch.
+        ("batches", 0.3, ("--batch-max", "300", "--text-bytes", "2000", "--frame-bytes", "8192")),
         ("seal", 0.4, ("--seal-every", "20")),
         ("compact", 0.4, ("--seal-every", "15")),
     ],
