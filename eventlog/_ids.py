@@ -19,6 +19,8 @@ _RANDOM_MASK = (1 << _RANDOM_BITS) - 1
 class _State:
     last_ms = -1
     counter = 0
+    prefix_of = -1  # (ms << 50) | (counter >> 30) that ``prefix`` encodes
+    prefix = ""
 
 
 _state = _State()
@@ -44,7 +46,15 @@ def new_id(now_ms: int | None = None) -> str:
         else:
             ms = _state.last_ms
             _state.counter = (_state.counter + 1) & _RANDOM_MASK
-        return _encode((ms << _RANDOM_BITS) | _state.counter)
+        c = _state.counter
+        # Ids minted in one millisecond share their first 20 characters: encode them once.
+        high = (ms << 50) | (c >> 30)
+        if high != _state.prefix_of:
+            _state.prefix_of = high
+            _state.prefix = _encode((ms << _RANDOM_BITS) | c)[:20]
+        return (
+            _state.prefix + _PAIRS[(c >> 20) & 1023] + _PAIRS[(c >> 10) & 1023] + _PAIRS[c & 1023]
+        )
 
 
 def new_ids(n: int, now_ms: int | None = None) -> list[str]:
