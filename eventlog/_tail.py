@@ -16,7 +16,7 @@ import os
 from collections.abc import Sequence
 
 from . import _frames as fr
-from ._wal import WalFile
+from ._wal import WalFile, check_header
 
 #: Past this many frames a forward scan is cheaper than reading backwards.
 MAX_BACKWARD_FRAMES = 256
@@ -31,6 +31,7 @@ def frames_after(wals: Sequence[WalFile], threshold: int) -> tuple[int, list[fr.
     newest: list[fr.Frame] = []  # newest first
     head: int | None = None
     for wal in reversed(wals):
+        check_header(os.pread(wal.fd, fr.FILE_HEADER.size, 0), wal.path, wal.base)
         end = wal.size
         while end > fr.FILE_HEADER.size:
             frame = _frame_ending_at(wal, end)

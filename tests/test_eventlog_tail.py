@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eventlog import EventLog, Signal, Snapshot
+from eventlog import CorruptLogError, EventLog, Signal, Snapshot
 from eventlog import _frames as fr
 from eventlog._codec import encode
 from eventlog._store import Paths
@@ -105,3 +105,19 @@ def test_reading_backwards_ignores_what_is_not_committed(tmp_path: Path, tail: s
         assert [e.seq for e in snap.tail_events(4)] == list(range(5, 11))
         assert [f.seq for f in snap.tail_frames()] == list(range(1, 2))
         assert snap.tail_frames()[0].n == 10
+
+
+def test_a_wal_file_of_the_previous_format_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    with EventLog(path, create=True) as log:
+        log.append(Signal(id="a", ts=T0))
+    (wal,) = (path / "wal").iterdir()
+    data = wal.read_bytes()
+    wal.write_bytes(fr.OLD_MAGIC + data[8:])  # as the earlier format's writer left it
+    before = wal.read_bytes()
+    with EventLog(path) as log:
+        with pytest.raises(CorruptLogError, match="previous format"):
+            log.append(Signal(id="b", ts=T0))
+        with pytest.raises(CorruptLogError, match="previous format"):
+            list(log.replay())
+    assert wal.read_bytes() == before
