@@ -26,7 +26,7 @@ from typing import NamedTuple
 import msgspec
 
 MAGIC = b"EVLWAL02"
-OLD_MAGIC = b"EVLWAL01"  # one event per frame, no count: written by evolog before 0.2
+OLD_MAGIC = b"EVLWAL01"  # one event per frame, no count: written by evolog 0.1
 FILE_HEADER = struct.Struct("<8sQ")
 HEADER = struct.Struct("<IIQI")
 FOOTER = struct.Struct("<I")

@@ -81,8 +81,8 @@ def check_header(header: bytes, path: str, base: int) -> None:
     """Raise unless ``header`` is this format's header of a WAL file starting at ``base``."""
     if header[:8] == fr.OLD_MAGIC:
         raise CorruptLogError(
-            f"{path}: a WAL file of the previous format (one event per frame); seal it with "
-            "the evolog release that wrote it before opening the store with this one"
+            f"{path}: a WAL file of the previous format (one event per frame, evolog 0.1); "
+            "run `evolog seal` with evolog 0.1 before opening the store with this release"
         )
     if fr.read_base(header) != base:
         raise CorruptLogError(f"{path}: not a WAL file of base {base}")
