@@ -9,19 +9,19 @@ the commands imports nothing heavy; DuckDB and pyarrow load when one of them run
 
 from __future__ import annotations
 
-import argparse
-import csv
 import datetime as dt
-import json
 import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ._cli import store_path
 
 if TYPE_CHECKING:  # pyarrow costs ~150 ms to import: not on every command's path
+    import argparse
+
     import pyarrow as pa
 
 _MAX_CELL = 60
@@ -61,6 +61,34 @@ def add_sql_commands(sub: Any) -> None:
     s.set_defaults(func=run_export)
 
 
+_SQL_OPTIONS: dict[str, tuple[str, ...] | None] = {
+    "--format": ("table", "csv", "json"),
+    "--as-of": None,
+    "--now": None,
+    "--out": None,
+}
+
+
+def sql_args(argv: list[str], store: str | None) -> SimpleNamespace | None:
+    """``sql QUERY [--format F] [--as-of X] [--now T] [--out FILE]`` parsed as argparse
+    would, without it (a cold query is mostly imports); None for anything else (help,
+    abbreviations, bad values), which argparse then parses or reports."""
+    if not argv or argv[0].startswith("-"):
+        return None
+    values: dict[str, str | None] = {"format": "table", "as_of": None, "now": None, "out": None}
+    rest = argv[1:]
+    while rest:
+        name, equals, value = rest[0].partition("=")
+        if name not in _SQL_OPTIONS or (not equals and len(rest) < 2):
+            return None
+        value, rest = (value, rest[1:]) if equals else (rest[1], rest[2:])
+        choices = _SQL_OPTIONS[name]
+        if value.startswith("-") or (choices is not None and value not in choices):
+            return None
+        values[name[2:].replace("-", "_")] = value
+    return SimpleNamespace(store=store, command="sql", query=argv[0], func=run_sql, **values)
+
+
 def _common(s: argparse.ArgumentParser, default_format: str) -> None:
     s.add_argument("--format", choices=["table", "csv", "json"], default=default_format)
     s.add_argument("--as-of", help="a seq, or an ISO time (event time <= it)")
@@ -90,9 +118,11 @@ def _projections(args: argparse.Namespace) -> Any:
 
 
 def _bounds(args: argparse.Namespace) -> dict[str, int | None]:
-    from ._cli_read import parse_as_of
+    as_of, as_of_ts = None, None
+    if args.as_of is not None:  # _cli_read imports argparse, which a plain query skips
+        from ._cli_read import parse_as_of
 
-    as_of, as_of_ts = parse_as_of(args.as_of)
+        as_of, as_of_ts = parse_as_of(args.as_of)
     return {"as_of": as_of, "as_of_ts": as_of_ts, "now": _parse_now(args.now)}
 
 
@@ -111,7 +141,7 @@ def run_sql(args: argparse.Namespace) -> int:
     table = _projections(args).sql(args.query, **_bounds(args))
     if args.out:
         _write_parquet(table, args.out)
-        print(json.dumps({"rows": table.num_rows, "out": os.path.abspath(args.out)}))
+        print(_json({"rows": table.num_rows, "out": os.path.abspath(args.out)}))
         return 0
     render(table, args.format, sys.stdout)
     return 0
@@ -145,7 +175,7 @@ def run_edges(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     """``evolog export DIR``."""
     paths = _projections(args).export(args.dir, args.format, **_bounds(args))
-    print(json.dumps({"written": paths}, indent=2))
+    print(_json({"written": paths}, indent=2))
     return 0
 
 
@@ -171,9 +201,11 @@ def render(table: pa.Table, fmt: str, out: Any) -> None:
     """Write ``table`` to ``out`` as ``table`` (aligned text), ``csv`` or ``json``."""
     rows = table.to_pylist()
     if fmt == "json":
-        out.write(json.dumps([_jsonable(r) for r in rows], indent=2, ensure_ascii=False))
+        out.write(_json([_jsonable(r) for r in rows], indent=2, ensure_ascii=False))
         out.write("\n")
     elif fmt == "csv":
+        import csv
+
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(table.column_names)
         writer.writerows([_text(v, exact=True) for v in r.values()] for r in rows)
@@ -218,8 +250,14 @@ def _text(value: Any, *, exact: bool) -> str:
     if isinstance(value, (dt.datetime, dt.date, dt.time)):
         return value.isoformat()
     if isinstance(value, (list, dict)):
-        return json.dumps(_jsonable(value), ensure_ascii=False)
+        return _json(_jsonable(value), ensure_ascii=False)
     return str(value)
+
+
+def _json(value: Any, **options: Any) -> str:
+    import json  # only the commands and formats that print JSON pay for the import
+
+    return json.dumps(value, **options)
 
 
 def _jsonable(value: Any) -> Any:

@@ -7,23 +7,27 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
 
 from eventlog import EventLog, Snapshot, StoreNotFoundError, now_us
-from eventlog._signalkey import compute_signal_key
 from eventlog._store import Paths
 
-from ._cache import EdgeCache, Refresh
 from ._catalog import create_views
-from ._edgeeval import DecayMode, EdgeParams, evaluate
-from ._edgestate import ALL_BUCKETS, Buckets, state_views
 from ._errors import InvalidParameterError
-from ._export import ExportFormat, export
-from ._source import Bounds, EventScan, connect, engine_errors, workspace
+from ._source import Bounds, EventScan, connect, cursor, engine_errors, workspace
 from ._sqlguard import check_query, lock_down, run_query
 from ._traces import TRACE_INPUTS, traces_sql
+
+# The edge machinery is imported by the methods that use it: a catalog query (a cold
+# `evolog sql`) does not pay for it.
+if TYPE_CHECKING:
+    from ._cache import EdgeCache, Refresh
+    from ._edgeeval import DecayMode, EdgeParams, EdgeState
+    from ._edgestate import Buckets
+    from ._export import ExportFormat
 
 _DERIVED = ("edges", "gene_priors")
 
@@ -31,13 +35,18 @@ _DERIVED = ("edges", "gene_priors")
 def _referenced_names(con: duckdb.DuckDBPyConnection, query: str) -> set[str]:
     """The table names a query refers to, to create only the views it needs.
 
-    DuckDB's extractor binds a little (a JOIN ... USING fails without the tables); then
-    every word of the query counts as a possible name, which creates more views, not fewer.
+    Every word of the query counts as a possible name, which creates more views, not
+    fewer. Only when a word names ``edges`` or ``gene_priors``, which cost a refresh or a
+    rebuild, does DuckDB's extractor decide (about 3 ms: it binds a little; a JOIN ...
+    USING fails without the tables, and then the words stand).
     """
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", query.lower()))
+    if not words & set(_DERIVED):
+        return words
     try:
         return {n.lower() for n in con.get_table_names(query)}
     except duckdb.Error:
-        return set(re.findall(r"[a-z_][a-z0-9_]*", query.lower()))
+        return words
 
 
 class Projections:
@@ -68,8 +77,21 @@ class Projections:
                     f"{self.paths.root}: expected an evolog store; found none "
                     f"(create one with `evolog init {self.paths.root}`)"
                 )
-        self.params = params or EdgeParams()
+        self._edge_params = params
         self.use_cache = cache
+
+    @property
+    def params(self) -> EdgeParams:
+        """The default edge parameters (half-lives, decay mode)."""
+        if self._edge_params is None:
+            from ._edgeeval import EdgeParams
+
+            self._edge_params = EdgeParams()
+        return self._edge_params
+
+    @params.setter
+    def params(self, params: EdgeParams) -> None:
+        self._edge_params = params
 
     # -- snapshots and connections ---------------------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -85,7 +107,7 @@ class Projections:
         access, no configuration changes). The caller closes it.
         """
         bounds = Bounds(as_of, as_of_ts)
-        con = connect()
+        con = connect(catalog=True)
         try:
             with self.snapshot() as snap:
                 create_views(con, EventScan(con, snap, bounds))
@@ -110,7 +132,7 @@ class Projections:
         default parameters, at ``now`` (default: ``as_of_ts`` or the current time).
         """
         bounds = Bounds(as_of, as_of_ts)
-        con = connect()
+        con = connect(catalog=True)
         try:
             check_query(query, con)
             referenced = _referenced_names(con, query)
@@ -132,6 +154,9 @@ class Projections:
         names: set[str],
         now: int | None,
     ) -> None:
+        from ._edgeeval import evaluate
+        from ._edgestate import ALL_BUCKETS
+
         at = self._now(bounds, now)
         with self._edge_state(snap, bounds, self.params, ALL_BUCKETS) as state:
             tables = {
@@ -161,6 +186,8 @@ class Projections:
         ``signals`` selects the edges of their evolver signal key (added to ``keys``).
         """
         if signals is not None:
+            from eventlog._signalkey import compute_signal_key
+
             keys = [*(keys or []), compute_signal_key(list(signals))]
         params = self._params(mode, half_life_days, gene_half_life_days)
         return self._evaluate(params, as_of, as_of_ts, now, keys=keys, genes=genes)
@@ -189,6 +216,8 @@ class Projections:
         self._cache().delete()
 
     def _cache(self) -> EdgeCache:
+        from ._cache import EdgeCache
+
         return EdgeCache(self.paths.cache, self.params.half_lives)
 
     def _params(
@@ -214,6 +243,8 @@ class Projections:
         genes: Sequence[str] | None = None,
         genes_only: bool = False,
     ) -> pa.Table:
+        from ._edgeeval import evaluate
+
         bounds = Bounds(as_of, as_of_ts)
         at = self._now(bounds, now)
         buckets = frozenset({"gene" if genes_only else "edge"})
@@ -231,14 +262,17 @@ class Projections:
     @contextlib.contextmanager
     def _edge_state(
         self, snap: Snapshot, bounds: Bounds, params: EdgeParams, buckets: Buckets
-    ) -> Iterator[duckdb.DuckDBPyConnection]:
-        """State tables for ``snap`` within ``bounds``, from the checkpoint when it fits.
+    ) -> Iterator[EdgeState]:
+        """The edge state of ``snap`` within ``bounds``, from the checkpoint when it fits.
 
         The checkpoint is always at the head and built for the default half-lives; an
         older point in history, or per-event decay with other half-lives, is recomputed
         from the log in memory (it never touches the checkpoint), with only the per-event
         ``buckets`` the evaluation reads (none in ``newest`` mode).
         """
+        from ._edgeeval import EdgeState
+        from ._edgestate import part_table
+
         current = bounds.as_of_ts is None and (
             bounds.as_of_seq is None or bounds.as_of_seq >= snap.head_seq
         )
@@ -247,12 +281,12 @@ class Projections:
         writable = os.access(self.paths.cache, os.W_OK)
         if self.use_cache and current and fits and writable:
             with self._cache().refreshed(snap) as (con, _):
-                yield con
+                yield EdgeState(con)
             return
-        with workspace() as con:
+        with cursor() as con:
             needed = buckets if params.mode == "per_event" else frozenset()
-            state_views(con, EventScan(con, snap, bounds, narrow=True), params.half_lives, needed)
-            yield con
+            scan = EventScan(con, snap, bounds, narrow=True)
+            yield EdgeState(con, part_table(con, scan, params.half_lives, needed))
 
     # -- traces and export -----------------------------------------------------------------
     def traces(
@@ -285,4 +319,6 @@ class Projections:
         now: int | None = None,
     ) -> list[str]:
         """Write the projections to ``directory`` (see :func:`projections._export.export`)."""
+        from ._export import export
+
         return export(self, directory, fmt, as_of=as_of, as_of_ts=as_of_ts, now=now)

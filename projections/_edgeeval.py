@@ -22,6 +22,10 @@ The per-event sums come from the integer buckets of :mod:`projections._edgestate
 that no evaluation order can change, scaled once per edge by
 ``2^(-52 - 8(N//W - E) - (N mod W)/h)``; that is O(buckets) <= O(9) per edge at query time.
 
+Evaluation has two steps: the exact per-edge sums (integers), from the checkpoint's state
+tables in SQL or from the groups of a rebuild in numpy (:mod:`projections._edgefold`),
+then the formulas above (:mod:`projections._edgemath`, shared by both).
+
 Columns (edges; gene priors have ``gene`` in place of ``signal_key, gene``): signal_key,
 gene, success, fail, other, attempts (= success + fail, evolver's ``total``), outcomes,
 first_ts, newest_ts, age_days (of the newest outcome, >= 0), weight, success_w, fail_w, p,
@@ -40,7 +44,7 @@ import pyarrow as pa
 
 from ._edgestate import DAY_US, HALF_LIVES_PER_BUCKET, MAX_BUCKET_LAG, HalfLives
 from ._errors import InvalidParameterError
-from ._source import engine_errors
+from ._source import arrow, engine_errors
 
 DecayMode = Literal["newest", "per_event"]
 MODES: tuple[DecayMode, ...] = ("newest", "per_event")
@@ -79,27 +83,14 @@ class EdgeParams:
         )
 
 
-_EVAL = """
-WITH t AS (
-    SELECT *, greatest({now}, newest_t) AS ne FROM {totals} WHERE {where}
-){w_cte}, v AS (
-    SELECT t.*, {q_cols},
-        CASE WHEN {now} <= newest_t THEN 1.0
-             ELSE pow(0.5, (({now} - newest_t) / {day}.0) / {hl_days}) END AS weight
-    FROM t {w_join}
-), m AS (
-    SELECT *, {success_w} AS success_w, {fail_w} AS fail_w FROM v
-)
-SELECT {out_keys}, success, fail, outcomes - success - fail AS other,
-    success + fail AS attempts, outcomes,
-    make_timestamptz(first_t) AS first_ts, make_timestamptz(newest_t) AS newest_ts,
-    greatest({now} - newest_t, 0) / {day}.0 AS age_days,
-    weight, success_w, fail_w, {p} AS p, {value} AS value
-FROM m ORDER BY {order}
+# Per-edge sums from the state tables of a checkpoint. Per-event sums: shift each bucket's
+# integer sum to the edge's newest bucket E and add as integers (exact in any order); the
+# scale 2^(-52 - 8(N//W - E) - (N mod W)/h) is applied by _edgemath.
+_SUMS = """
+WITH t AS (SELECT * FROM {totals} WHERE {where}){w_cte}
+SELECT {keys_t}, success, fail, outcomes, first_t, newest_t{q_cols}
+FROM t {w_join} ORDER BY {keys_t}
 """
-
-# Per-event sums: shift each bucket's integer sum to the edge's newest bucket E and add as
-# integers (exact in any order), then scale once by 2^(-52 - 8(N//W - E) - (N mod W)/h).
 _W_CTE = """, w AS (
     SELECT {keys_t},
         sum(x.ms >> ({per} * (t.newest_t // {w} - x.b))) AS qs,
@@ -107,49 +98,46 @@ _W_CTE = """, w AS (
     FROM t JOIN {buckets} x ON {join} AND x.b >= t.newest_t // {w} - {lag}
     GROUP BY ALL
 )"""
-
-_SCALE = "pow(2.0, -52.0 - {per} * (ne // {w} - newest_t // {w}) - (ne % {w}) / {h}.0)"
-
-_MODE_SQL = {
-    "newest": {
-        "success_w": "success * weight",
-        "fail_w": "fail * weight",
-        "p": "(success + 1.0) / (success + fail + 2.0)",
-        "value": "(success + 1.0) / (success + fail + 2.0) * weight",
-    },
-    "per_event": {
-        "success_w": "coalesce(CAST(qs AS DOUBLE), 0.0) * " + _SCALE,
-        "fail_w": "coalesce(CAST(qf AS DOUBLE), 0.0) * " + _SCALE,
-        "p": "(success_w + 1.0) / (success_w + fail_w + 2.0)",
-        "value": "(success_w + 1.0) / (success_w + fail_w + 2.0)",
-    },
-}
+# DuckDB's own HUGEINT -> DOUBLE cast, which _edgefold reproduces bit for bit.
+_Q_COLS = ", coalesce(CAST(w.qs AS DOUBLE), 0.0) AS qs, coalesce(CAST(w.qf AS DOUBLE), 0.0) AS qf"
 
 _GENE_TOTALS = """(SELECT gene, sum(success)::BIGINT AS success, sum(fail)::BIGINT AS fail,
     sum(outcomes)::BIGINT AS outcomes, min(first_t) AS first_t, max(newest_t) AS newest_t
     FROM edge_totals GROUP BY gene)"""
-_EDGES = {
-    "totals": "edge_totals",
-    "buckets": "edge_buckets",
-    "keys": "key, gene",
-    "keys_t": "t.key, t.gene",
-    "join": "x.key = t.key AND x.gene = t.gene",
-    "out_keys": "key AS signal_key, gene",
-    "order": "signal_key, gene",
-}
-_GENES = {
-    "totals": _GENE_TOTALS,
-    "buckets": "gene_buckets",
-    "keys": "gene",
-    "keys_t": "t.gene",
-    "join": "x.gene = t.gene",
-    "out_keys": "gene",
-    "order": "gene",
-}
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What a row is keyed by (an edge, or a gene prior) and where its state lives."""
+
+    group: tuple[str, ...]  # the key columns
+    bucket: tuple[str, str]  # stage-1 columns of its per-event buckets: number, mantissas
+    totals: str  # SQL of its totals in a checkpoint
+    buckets: str  # the checkpoint's bucket table
+
+    def sql(self, template: str, **values: object) -> str:
+        keys_t = ", ".join(f"t.{k}" for k in self.group)
+        join = " AND ".join(f"x.{k} = t.{k}" for k in self.group)
+        return template.format(
+            totals=self.totals, buckets=self.buckets, keys_t=keys_t, join=join, **values
+        )
+
+
+_EDGES = _Shape(("key", "gene"), ("be", "me"), "edge_totals", "edge_buckets")
+_GENES = _Shape(("gene",), ("bg", "mg"), _GENE_TOTALS, "gene_buckets")
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeState:
+    """What an evaluation reads: the state tables of ``con`` (a checkpoint), or in a
+    rebuild the stage-1 ``groups`` of :func:`projections._edgestate.part_table`."""
+
+    con: duckdb.DuckDBPyConnection
+    groups: pa.Table | None = None
 
 
 def evaluate(
-    con: duckdb.DuckDBPyConnection,
+    state: EdgeState,
     params: EdgeParams,
     now: int,
     *,
@@ -157,41 +145,50 @@ def evaluate(
     keys: Sequence[str] | None = None,
     genes: Sequence[str] | None = None,
 ) -> pa.Table:
-    """Edge stats (or gene priors with ``genes_only``) from the state tables of ``con``."""
-    where: list[str] = ["true"]
-    args: list[list[str]] = []
-    if keys is not None and not genes_only:
-        where.append(f"list_contains(${len(args) + 1}, key)")
-        args.append(list(keys))
-    if genes is not None:
-        where.append(f"list_contains(${len(args) + 1}, gene)")
-        args.append(list(genes))
-    hl = params.half_lives
-    names = _GENES if genes_only else _EDGES
-    h = hl.gene_us if genes_only else hl.edge_us
-    hl_days = params.gene_half_life_days if genes_only else params.half_life_days
-    if params.mode == "per_event":
-        w_cte, q_cols = _W_CTE, "w.qs, w.qf"
-        w_join = f"LEFT JOIN w USING ({names['keys']})"
+    """Edge stats (or gene priors with ``genes_only``), sorted by key then gene."""
+    from ._edgemath import finish
+
+    shape = _GENES if genes_only else _EDGES
+    filters = {"key": keys, "gene": genes} if not genes_only else {"gene": genes}
+    wanted = {column: values for column, values in filters.items() if values is not None}
+    h = params.half_lives.gene_us if genes_only else params.half_lives.edge_us
+    per_event = params.mode == "per_event"
+    if state.groups is None:
+        sums = _table_sums(state.con, shape, h, per_event, wanted)
     else:
-        w_cte, q_cols, w_join = "", "NULL AS qs, NULL AS qf", ""
-    sizes = {
-        "h": h,
-        "w": h * HALF_LIVES_PER_BUCKET,
-        "per": HALF_LIVES_PER_BUCKET,
-        "lag": MAX_BUCKET_LAG,
-    }
-    mode = {k: v.format(**sizes) for k, v in _MODE_SQL[params.mode].items()}
-    sql = _EVAL.format(
-        w_cte=w_cte.format(**sizes, **names),
-        q_cols=q_cols,
-        w_join=w_join,
-        now=int(now),
+        sums = _group_sums(state.groups, shape, per_event, wanted)
+    hl_days = params.gene_half_life_days if genes_only else params.half_life_days
+    return finish(sums, state.con, now, h if per_event else None, hl_days)
+
+
+def _table_sums(
+    con: duckdb.DuckDBPyConnection,
+    shape: _Shape,
+    h: int,
+    per_event: bool,
+    filters: dict[str, Sequence[str]],
+) -> pa.Table:
+    """The per-edge sums from the state tables of a checkpoint, in SQL."""
+    where, args = ["true"], []
+    for column, values in filters.items():
+        args.append(list(values))
+        where.append(f"list_contains(${len(args)}, {column})")
+    sizes = {"w": h * HALF_LIVES_PER_BUCKET, "per": HALF_LIVES_PER_BUCKET, "lag": MAX_BUCKET_LAG}
+    sql = shape.sql(
+        _SUMS,
         where=" AND ".join(where),
-        hl_days=repr(float(hl_days)),
-        day=DAY_US,
-        **names,
-        **mode,
+        w_cte=shape.sql(_W_CTE, **sizes) if per_event else "",
+        q_cols=_Q_COLS if per_event else "",
+        w_join=f"LEFT JOIN w USING ({', '.join(shape.group)})" if per_event else "",
     )
     with engine_errors("evaluating edges"):
-        return con.sql(sql, params=args or None).to_arrow_table()
+        return arrow(con, sql, args or None)
+
+
+def _group_sums(
+    groups: pa.Table, shape: _Shape, per_event: bool, filters: dict[str, Sequence[str]]
+) -> pa.Table:
+    """The per-edge sums of a rebuild, folded from its stage-1 groups in numpy."""
+    from ._edgefold import fold, keep_only  # pyarrow.compute: imported only for rebuilds
+
+    return keep_only(fold(groups, shape.group, shape.bucket if per_event else None), filters)

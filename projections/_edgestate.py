@@ -33,8 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import duckdb
+import pyarrow as pa
 
-from ._source import EventScan, engine_errors
+from ._source import EventScan, arrow, engine_errors, registered
 
 DAY_US = 86_400_000_000
 HALF_LIVES_PER_BUCKET = 8  # M_i < 2^(52+8) fits a BIGINT; fewer, wider buckets scan faster
@@ -85,6 +86,12 @@ def _part_sql(src: str, hl: HalfLives, buckets: Buckets) -> str:
 
 
 _MISSING = "(key IS NULL OR key = '' OR gene IS NULL OR gene = '')"
+# Stage-1 groups for a rebuild: with their status class, and whether they lack key or gene.
+_GROUPS = f"""
+SELECT * EXCLUDE (status),
+    CASE status WHEN 'success' THEN 0 WHEN 'failed' THEN 1 ELSE 2 END::TINYINT AS cls,
+    {_MISSING} AS lacking
+FROM ({{}})"""
 
 _RESOLVE_WINDOW = """
 INSERT INTO _res
@@ -187,19 +194,26 @@ def apply_events(
             prune(con, hl)
 
 
-def state_views(
+def part_table(
     con: duckdb.DuckDBPyConnection, scan: EventScan, hl: HalfLives, buckets: Buckets
-) -> None:
-    """The state of every event in ``scan`` as temporary views, for one evaluation.
+) -> pa.Table:
+    """Stage 1 over every event of ``scan``, keys resolved, as Arrow (nothing is written).
 
-    What an as-of or counterfactual query uses: nothing is written, and only the bucket
-    sets the evaluation reads are computed (none for ``newest``).
+    What a rebuild (an as-of or counterfactual query, or ``cache=False``) folds into edges
+    (:mod:`projections._edgefold`); only the bucket sets asked for are computed. Each group
+    also gets its status class ``cls`` (0 success, 1 failed, 2 other), which costs DuckDB
+    nothing on 1e4 groups and spares numpy the strings.
     """
     with engine_errors("aggregating outcomes"):
-        _build_part(con, scan, 0, hl, buckets)
-        for table, select in _STATE_SELECT.items():
-            if table == "edge_totals" or table.split("_")[0] in buckets:
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {select}")
+        part = arrow(con, _GROUPS.format(_part_sql(scan.sql(0), hl, buckets)))
+        if not part.column("lacking").to_numpy(zero_copy_only=False).any():
+            return part
+        with registered(con, part) as name:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _part AS SELECT * FROM {name}")
+        _fix_missing(con, scan, 0, hl, buckets, groups=_GROUPS)
+        part = arrow(con, "SELECT * FROM _part")
+        con.execute("DROP TABLE _part")
+        return part
 
 
 def prune(con: duckdb.DuckDBPyConnection, hl: HalfLives) -> None:
@@ -227,9 +241,19 @@ def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
 
 
 def _fix_missing(
-    con: duckdb.DuckDBPyConnection, scan: EventScan, lo: int, hl: HalfLives, buckets: Buckets
+    con: duckdb.DuckDBPyConnection,
+    scan: EventScan,
+    lo: int,
+    hl: HalfLives,
+    buckets: Buckets,
+    *,
+    groups: str = "{}",
 ) -> None:
-    """Replace the groups of outcomes lacking a key or gene by their attempts' key and gene."""
+    """Replace the groups of outcomes lacking a key or gene by their attempts' key and gene.
+
+    ``groups``: how the rows of ``_part`` are derived from stage-1 groups (a rebuild's
+    carry their status class rather than their status).
+    """
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _miss AS SELECT seq AS mseq, action_id AS maid, ts, "
         f"status, key, gene FROM {scan.sql(lo)} WHERE kind = 'outcome' AND {_MISSING};"
@@ -244,7 +268,7 @@ def _fix_missing(
     )
     con.execute(
         f"DELETE FROM _part WHERE {_MISSING}; "
-        f"INSERT INTO _part SELECT * FROM ({_part_sql(fixed, hl, buckets)}) "
+        f"INSERT INTO _part SELECT * FROM ({groups.format(_part_sql(fixed, hl, buckets))}) "
         "WHERE gene IS NOT NULL; "
         "DROP TABLE _miss; DROP TABLE _res"
     )

@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -51,11 +52,19 @@ class Bounds:
                 )
 
 
-def connect(path: str = ":memory:") -> duckdb.DuckDBPyConnection:
-    """A new DuckDB instance configured for offline use with UTC timestamps (~15 ms)."""
+def connect(path: str = ":memory:", *, catalog: bool = False) -> duckdb.DuckDBPyConnection:
+    """A new DuckDB instance configured for offline use with UTC timestamps (~15 ms).
+
+    ``catalog``: an instance for one catalog query, which binds the segments twice (the
+    views, then the query): keeping their Parquet footers saves the second read (2 ms for
+    four segments). Segments never change once written, so the cache cannot be stale.
+    """
+    setup = "SET TimeZone = 'UTC'"
+    if catalog:
+        setup += "; SET parquet_metadata_cache = true"
     try:
         con = duckdb.connect(path, config=dict(CONFIG))
-        con.execute("SET TimeZone = 'UTC'")
+        con.execute(setup)
     except duckdb.Error as exc:
         raise EngineError(f"{path}: could not open a DuckDB database: {exc}") from None
     return con
@@ -111,6 +120,45 @@ def engine_errors(what: str) -> Iterator[None]:
         yield
     except duckdb.Error as exc:
         raise EngineError(f"{what}: {type(exc).__name__}: {exc}") from None
+
+
+@contextlib.contextmanager
+def cursor() -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor on the process's DuckDB instance, for work that writes nothing to a file.
+
+    Temporary tables and registered Arrow tables are private to a cursor and go with it.
+    """
+    cur = _instance().cursor()
+    try:
+        yield cur
+    finally:
+        cur.close()
+
+
+def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> pa.Table:
+    """The rows of one query as Arrow, bound once.
+
+    ``con.sql(q).to_arrow_table()`` binds the query twice (once for the relation's schema,
+    once to run it): 1-3 ms for a scan of several segments. The DB-API result copies the
+    rows once more, which is nothing for the 1e4-row results this is used for; DuckDB
+    warns about that copy, so the warning is silenced here.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return con.execute(sql, params).to_arrow_table()
+
+
+@contextlib.contextmanager
+def registered(con: duckdb.DuckDBPyConnection, table: pa.Table) -> Iterator[str]:
+    """``table`` registered on ``con`` under a fresh name for the duration of the block."""
+    name = f"_evolog_arrow_{next(_names)}"
+    with engine_errors("registering an Arrow table"):
+        con.register(name, table)
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(name)
 
 
 def sql_string(text: str) -> str:
@@ -242,13 +290,17 @@ class EventScan:
 
     def _segments_select(self, paths: Sequence[str], explicit: bool) -> str:
         """SELECT from segments; with ``explicit`` columns, those no segment has are NULL."""
-        scan = f"read_parquet([{', '.join(sql_string(p) for p in paths)}], union_by_name = true)"
+        files = ", ".join(sql_string(p) for p in paths)
+        if self.narrow:
+            # Every segment ever written has the narrow columns (schema version 1), and
+            # read_parquet matches columns by name: union_by_name, which reads every footer
+            # when the query is bound (about 1 ms for four segments), is not needed.
+            cols = ", ".join(ident(n) for n in self.columns())
+            return f"SELECT {cols} FROM read_parquet([{files}])"
+        scan = f"read_parquet([{files}], union_by_name = true)"
         if not explicit:
             return f"SELECT * FROM {scan}"
         names = self.columns()
-        if self.narrow:
-            # Every segment ever written has the narrow columns (schema version 1).
-            return f"SELECT {', '.join(ident(n) for n in names)} FROM {scan}"
         key = tuple(paths)
         if key not in self._present:
             with engine_errors("reading segment schemas"):
