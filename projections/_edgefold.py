@@ -6,11 +6,12 @@ took three grouped operators, two joins and a sort on two strings, 15-25 ms, hal
 as the scan itself; here it is two dictionary encodings, one integer sort and a few
 segment reductions, 2-4 ms.
 
-Only integers are computed here, exactly, so the result cannot depend on the order of the
-groups: the totals of ``edge_totals`` and the per-event sums ``qs``/``qf`` =
+Everything here is integer arithmetic, exact, so the result cannot depend on the order of
+the groups: the totals of ``edge_totals`` and the per-event sums ``qs``/``qf`` =
 ``Σ_b (S_b >> 8(E - b))`` over the buckets ``b >= E - MAX_BUCKET_LAG`` (``S_b``: the
 bucket's 128-bit mantissa sum, ``E``: the edge's newest bucket), as the checkpoint path
-computes them in SQL (:mod:`projections._edgeeval`). The floating-point formulas
+computes them in SQL (:mod:`projections._edgeeval`); the sums are handed over as the
+doubles DuckDB's cast of a HUGEINT gives. The floating-point formulas
 (:mod:`projections._edgemath`) are shared by both paths.
 """
 
