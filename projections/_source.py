@@ -140,11 +140,10 @@ def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> pa
 
     ``con.sql(q).to_arrow_table()`` binds the query twice (once for the relation's schema,
     once to run it): 1-3 ms for a scan of several segments. The DB-API result copies the
-    rows once more, which is nothing for the 1e4-row results this is used for; DuckDB
-    warns about that copy, so the warning is silenced here.
+    rows once more, which is nothing for the 1e4-row results this is used for; DuckDB warns
+    about that copy, so the warning is silenced around the call.
     """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
+    with warnings.catch_warnings(action="ignore", category=UserWarning):
         return con.execute(sql, params).to_arrow_table()
 
 
