@@ -16,6 +16,9 @@ Errors (all in this package derive from :class:`EventLogError`)::
     └── ClosedError
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._codec import MAX_EVENT_BYTES, kind_of, now_us, to_json
 from ._dream_events import (
     ChildStep,
@@ -58,12 +61,37 @@ from ._events import (
     Tick,
 )
 from ._ids import new_id
-from ._jsonin import from_builtins, from_json, parse_ts
-from ._log import EventLog, open_log
 from ._snapshot import Snapshot, TailRecords
 from ._store import Paths, init_store
 from ._union import EVENT_TYPES, KINDS, AnyEvent
-from ._writer import Durability, Receipt
+
+if TYPE_CHECKING:
+    from ._jsonin import from_builtins, from_json, parse_ts
+    from ._log import EventLog, open_log
+    from ._writer import Durability, Receipt
+
+# The writer and the JSON reader load on first use: a process that only reads the log (a
+# cold `evolog sql`) does not pay for the append machinery, and a hook that appends does
+# not pay for the JSON reader unless it parses JSON.
+_LAZY = {
+    "EventLog": "._log",
+    "open_log": "._log",
+    "Durability": "._writer",
+    "Receipt": "._writer",
+    "from_builtins": "._jsonin",
+    "from_json": "._jsonin",
+    "parse_ts": "._jsonin",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'eventlog' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EVENT_TYPES",

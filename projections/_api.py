@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pyarrow as pa
 
-from eventlog import EventLog, Snapshot, StoreNotFoundError, now_us
+from eventlog import Snapshot, StoreNotFoundError, now_us
 from eventlog._store import Paths
 
 from ._catalog import create_views
@@ -24,6 +24,8 @@ from ._traces import TRACE_INPUTS, traces_sql
 # The edge machinery is imported by the methods that use it: a catalog query (a cold
 # `evolog sql`) does not pay for it.
 if TYPE_CHECKING:
+    from eventlog import EventLog
+
     from ._cache import EdgeCache, Refresh
     from ._edgeeval import DecayMode, EdgeParams, EdgeState
     from ._edgestate import Buckets
@@ -66,7 +68,7 @@ class Projections:
         params: EdgeParams | None = None,
         cache: bool = True,
     ) -> None:
-        if isinstance(store, EventLog):
+        if not isinstance(store, (str, os.PathLike)):  # an EventLog (not imported to check)
             self._log: EventLog | None = store
             self.paths = store.paths
         else:
