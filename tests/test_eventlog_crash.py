@@ -113,6 +113,7 @@ def test_kill_writer(
     [
         ("append", 0.25, ()),
         ("batches", 0.3, ("--batch-max", "100", "--text-bytes", "300")),
+        ("batches", 0.3, ("--batch-max", "100", "--text-bytes", "300", "--frame-bytes", "2048")),
         ("seal", 0.4, ("--seal-every", "20")),
         ("compact", 0.4, ("--seal-every", "15")),
     ],
