@@ -13,6 +13,7 @@ import time
 import msgspec
 
 from ._events import Event
+from ._frames import array_header
 from ._union import AnyEvent
 
 #: The largest msgpack encoding of one event the log accepts (1 MiB).
@@ -53,7 +54,7 @@ def decode(data: bytes) -> AnyEvent:
 
 def decode_many(bodies: list[bytes]) -> list[AnyEvent]:
     """Decode many event encodings in one call (as a msgpack array of them)."""
-    return decode_array(b"\xdd" + len(bodies).to_bytes(4, "big") + b"".join(bodies))
+    return decode_array(array_header(len(bodies)) + b"".join(bodies))
 
 
 def decode_array(data: bytes) -> list[AnyEvent]:

@@ -20,6 +20,7 @@ from ._codec import MAX_EVENT_BYTES, MAX_ID_CHARS, _decoder, _encoder, decode_ar
 from ._errmsg import validation_error
 from ._errors import EventTooLargeError, InvalidEventError
 from ._events import SCHEMA_VERSION, Attempt, Event
+from ._frames import array_header
 from ._ids import new_id, new_ids
 from ._union import EVENT_TYPES, KINDS, AnyEvent
 from ._values import check_free_fields, free_fields, unencodable_error
@@ -56,7 +57,7 @@ def prepare_many(
             _encode(filled[i], _where(where, i))  # raises EventTooLargeError
     checked = filled if validated else _validated(filled, bodies, where)
     for i, e in enumerate(checked):
-        if len(e.id) > MAX_ID_CHARS or e.ts < 0 or not 1 <= e.v <= SCHEMA_VERSION:
+        if not _envelope_ok(e):
             _check_envelope(e, _where(where, i))
     return [
         Prepared(e, b, not o.id)  # type: ignore[arg-type]
@@ -72,11 +73,9 @@ def _prepare_one(event: Event, ts_default: int, where: str, validated: bool) -> 
     event = _filled(event, new_id(ts_default // 1000) if fresh else "", ts_default)
     body = _encode(event, where)
     checked = event if validated else _decode_one(event, body, where)
-    if not validated and _free_values(type(checked))(checked).count(None) != len(
-        free_fields(type(checked))
-    ):
+    if not validated and _has_free_values(checked):
         check_free_fields(checked, where)
-    if len(checked.id) > MAX_ID_CHARS or checked.ts < 0 or not 1 <= checked.v <= SCHEMA_VERSION:
+    if not _envelope_ok(checked):
         _check_envelope(checked, where)
     return Prepared(checked, body, fresh)  # type: ignore[arg-type]
 
@@ -137,20 +136,23 @@ def _encode(event: Event, where: str) -> bytes:
 
 def _validated(events: list[Event], bodies: list[bytes], where: str) -> list[AnyEvent]:
     """The batch as decoded back from its encoding, free-form fields checked."""
-    data = b"\xdd" + len(bodies).to_bytes(4, "big") + b"".join(bodies)
     try:
-        checked = decode_array(data)
+        checked = decode_array(array_header(len(bodies)) + b"".join(bodies))
     except msgspec.ValidationError:
         checked = [
             _decode_one(e, b, _where(where, i))
             for i, (e, b) in enumerate(zip(events, bodies, strict=True))
         ]
     for i, e in enumerate(checked):
-        # Free-form fields are rare and mostly unset: look only at those holding a value.
-        values = _free_values(type(e))(e)
-        if values.count(None) != len(values):
+        if _has_free_values(e):
             check_free_fields(e, _where(where, i))
     return checked
+
+
+def _has_free_values(event: Event) -> bool:
+    """Whether any free-form field of ``event`` holds a value (rare: most are unset)."""
+    values = _free_values(type(event))(event)
+    return values.count(None) != len(values)
 
 
 @functools.cache
@@ -191,8 +193,13 @@ def _kind(event: Event) -> str:
     return str(event.__struct_config__.tag)
 
 
+def _envelope_ok(event: Event) -> bool:
+    return len(event.id) <= MAX_ID_CHARS and event.ts >= 0 and 1 <= event.v <= SCHEMA_VERSION
+
+
 def _check_envelope(event: Event, where: str) -> None:
-    if len(event.id) <= MAX_ID_CHARS and event.ts >= 0 and 1 <= event.v <= SCHEMA_VERSION:
+    """Raise naming the envelope field of ``event`` that is out of range, if any."""
+    if _envelope_ok(event):
         return
     kind = _kind(event)
     if len(event.id) > MAX_ID_CHARS:

@@ -25,7 +25,6 @@ import pyarrow as pa
 from . import _wal
 from ._arrow import events_to_table
 from ._codec import decode_array, now_us
-from ._errors import CorruptLogError
 from ._files import FileLock, fsync_dir, os_errors_as_storage
 from ._frames import Frame, events_data
 from ._manifest import FileCommitter, Garbage, Manifest, SegmentInfo
@@ -93,11 +92,7 @@ def _seal_files(
             frames.extend(f for f in _wal.read_frames(wal) if f.last_seq > sealed_seq)
         finally:
             os.close(fd)
-    expect = sealed_seq + 1
-    for f in frames:
-        if f.seq != expect:
-            raise CorruptLogError(f"seal: expected seq {expect} in the WAL; got {f.seq}")
-        expect += f.n
+    _wal.check_consecutive(frames, sealed_seq, "seal")
     count, data = events_data(frames, sealed_seq)
     events = decode_array(data) if count else []
     for seq, e in enumerate(events, sealed_seq + 1):

@@ -81,14 +81,8 @@ class Snapshot:
         if self._frames is None:
             sealed = self.manifest.sealed_seq
             frames = [f for w in self._wals for f in _wal.read_frames(w) if f.last_seq > sealed]
-            expect = sealed + 1
-            for f in frames:
-                # A frame never straddles the sealed seq: seals take whole WAL files.
-                if f.seq != expect:
-                    raise CorruptLogError(
-                        f"{self.paths.root}: expected seq {expect} in the WAL; got {f.seq}"
-                    )
-                expect += f.n
+            # A frame never straddles the sealed seq: seals take whole WAL files.
+            _wal.check_consecutive(frames, sealed, self.paths.root)
             self._frames = frames
         return self._frames
 

@@ -144,3 +144,12 @@ def read_frames(wal: WalFile) -> list[fr.Frame]:
                 f"at byte {after}; this is damage inside the log. Run `evolog verify`."
             )
     return result.frames
+
+
+def check_consecutive(frames: list[fr.Frame], sealed: int, where: str) -> None:
+    """Raise unless ``frames`` hold the seqs right after ``sealed``, without a gap."""
+    expect = sealed + 1
+    for f in frames:
+        if f.seq != expect:
+            raise CorruptLogError(f"{where}: expected seq {expect} in the WAL; got {f.seq}")
+        expect += f.n

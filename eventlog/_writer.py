@@ -66,11 +66,9 @@ class Writer:
         self._held = False
         self._buffer: list[tuple[int, bytes]] = []
         self._pending: dict[str, int] = {}
-        # Ids this writer appended but has not inserted into the id index yet (seqs
-        # _lag_first .. _lag_end-1); covered_seq stays behind them until they are.
+        # Ids this writer appended but has not inserted into the id index yet, id -> seq
+        # in seq order (consecutive seqs); covered_seq stays behind them until they are.
         self._lag: dict[str, int] = {}
-        self._lag_first = 0
-        self._lag_end = 0
         self._timer: threading.Timer | None = None
         self._closed = False
         self.repairs: list[_wal.Repair] = []
@@ -107,10 +105,18 @@ class Writer:
         covered = index.covered_seq
         if covered == self._next_seq - 1:
             self._lag.clear()  # nothing missing (another writer may have caught ours up)
-        elif not (self._lag and covered == self._lag_first - 1 and self._lag_end == self._next_seq):
+        elif not self._only_own_lag_missing(covered):
             # Missing ids that are not just our own lag: read them from the log.
             self._lag.clear()
             catch_up(self.paths, index, self._next_seq - 1)
+
+    def _only_own_lag_missing(self, covered: int) -> bool:
+        """Whether the index lacks exactly the ids of this writer's lag, nothing else."""
+        if not self._lag:
+            return False
+        first = next(iter(self._lag.values()))
+        last = next(reversed(self._lag.values()))
+        return covered == first - 1 and last == self._next_seq - 1
 
     def _open_active(self) -> None:
         if self._fd >= 0:
@@ -220,10 +226,7 @@ class Writer:
         self._next_seq = items[-1][0] + 1
         # The index is told in groups of LAG_EVENTS: inserting one id per append dirties a
         # random page of the index each time, which costs more than the insert itself.
-        if not self._lag:
-            self._lag_first = items[0][0]
         self._lag.update((eid, seq) for seq, _, eid in items)
-        self._lag_end = self._next_seq
         if len(self._lag) >= LAG_EVENTS:
             self._flush_lag()
 
@@ -232,6 +235,7 @@ class Writer:
         if not self._lag:
             return
         items = list(self._lag.items())
+        last = items[-1][1]
         self._lag.clear()
         index = self._index_open()
         try:
@@ -241,7 +245,7 @@ class Writer:
             # covered_seq stays behind, so the next append re-inserts these ids from the WAL
             # (or fails cleanly with StorageError before writing anything).
             return
-        index.set_covered(self._lag_end - 1)
+        index.set_covered(last)
 
     def _flush_lag_locked(self) -> None:
         if self._lag:
