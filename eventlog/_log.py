@@ -73,7 +73,9 @@ class EventLog:
     # -- writing -----------------------------------------------------------------------
     def append(self, event: Event) -> int:
         """Append one event; return its seq (the original seq if its id was seen before)."""
-        return self.append_receipts([event])[0].seq
+        seq = self._writer.append_one(event).seq
+        self._maybe_seal()
+        return seq
 
     def append_many(self, events: Iterable[Event]) -> list[int]:
         """Append events as one atomic batch; return their seqs in order."""

@@ -40,7 +40,7 @@ def prepare_many(
     All or nothing: one bad event fails the whole batch, before anything is written.
     """
     if len(events) == 1:
-        return [_prepare_one(events[0], ts_default, _where(where, 0), validated)]
+        return [prepare_one(events[0], ts_default, where, validated)]
     for i, event in enumerate(events):
         if not isinstance(event, EVENT_TYPES):
             raise _not_an_event(event, _where(where, i))
@@ -65,18 +65,34 @@ def prepare_many(
     ]
 
 
-def _prepare_one(event: Event, ts_default: int, where: str, validated: bool) -> Prepared:
-    """The same for one event, without the batch machinery (a hook's or agent's append)."""
+def prepare_one(
+    event: Event, ts_default: int, where: str = "", validated: bool = False
+) -> Prepared:
+    """The same for one event, without the batch machinery (a hook's or agent's append).
+
+    The error paths alone name the event's place: formatting it costs more than the
+    checks on the common path.
+    """
     if not isinstance(event, EVENT_TYPES):
-        raise _not_an_event(event, where)
+        raise _not_an_event(event, _where(where, 0))
     fresh = not event.id
     event = _filled(event, new_id(ts_default // 1000) if fresh else "", ts_default)
-    body = _encode(event, where)
-    checked = event if validated else _decode_one(event, body, where)
-    if not validated and _has_free_values(checked):
-        check_free_fields(checked, where)
+    try:
+        body = _encoder.encode(event)
+    except (TypeError, ValueError, OverflowError):
+        body = b""  # _encode below raises, naming the field
+    if not body or len(body) > MAX_EVENT_BYTES:
+        body = _encode(event, _where(where, 0))
+    checked: Event = event
+    if not validated:
+        try:
+            checked = _decoder().decode(body)
+        except msgspec.ValidationError:
+            checked = _decode_one(event, body, _where(where, 0))
+        if _has_free_values(checked):
+            check_free_fields(checked, _where(where, 0))
     if not _envelope_ok(checked):
-        _check_envelope(checked, where)
+        _check_envelope(checked, _where(where, 0))
     return Prepared(checked, body, fresh)  # type: ignore[arg-type]
 
 

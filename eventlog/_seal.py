@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import msgspec
@@ -28,11 +29,15 @@ from ._codec import decode_array, now_us
 from ._files import FileLock, fsync_dir, os_errors_as_storage
 from ._frames import Frame, events_data
 from ._manifest import FileCommitter, Garbage, Manifest, SegmentInfo
-from ._segments import read_segment, write_segment
+from ._segments import SegmentWriter, read_segment, write_segment
 from ._store import Paths
 from ._writer import Writer
 
 SEAL_CHUNK_ROWS = 256 * 1024
+#: Events decoded and converted at a time. Small enough that their Python objects stay in
+#: the CPU caches and reuse the memory the previous group freed: decoding a whole WAL at
+#: once sealed at half the speed (121k against 247k events/s on the demo mix).
+DECODE_EVENTS = 16 * 1024
 GRACE_SECONDS = 300.0
 
 
@@ -93,15 +98,43 @@ def _seal_files(
         finally:
             os.close(fd)
     _wal.check_consecutive(frames, sealed_seq, "seal")
-    count, data = events_data(frames, sealed_seq)
-    events = decode_array(data) if count else []
-    for seq, e in enumerate(events, sealed_seq + 1):
-        msgspec.structs.force_setattr(e, "seq", seq)
     infos: list[SegmentInfo] = []
-    for i in range(0, len(events), SEAL_CHUNK_ROWS):
-        table = events_to_table(events[i : i + SEAL_CHUNK_ROWS])
-        infos.append(write_segment(paths.segments, table))
-    return infos, len(events)
+    rows = 0
+    segment: SegmentWriter | None = None
+    try:
+        for group in _frame_groups(frames, sealed_seq):
+            count, data = events_data(group, sealed_seq)
+            events = decode_array(data)
+            first = max(group[0].seq, sealed_seq + 1)
+            for seq, e in enumerate(events, first):
+                msgspec.structs.force_setattr(e, "seq", seq)
+            segment = segment or SegmentWriter(paths.segments)
+            segment.write(events_to_table(events))
+            rows += count
+            if segment.rows >= SEAL_CHUNK_ROWS:
+                infos.append(segment.finish())
+                segment = None
+        if segment is not None:
+            infos.append(segment.finish())
+            segment = None
+    finally:
+        if segment is not None:
+            segment.abort()
+    return infos, rows
+
+
+def _frame_groups(frames: list[Frame], after: int) -> Iterator[list[Frame]]:
+    """Consecutive frames holding about :data:`DECODE_EVENTS` events newer than ``after``."""
+    group: list[Frame] = []
+    count = 0
+    for f in frames:
+        group.append(f)
+        count += f.last_seq - max(f.seq, after + 1) + 1
+        if count >= DECODE_EVENTS:
+            yield group
+            group, count = [], 0
+    if group:
+        yield group
 
 
 def compact(paths: Paths, small_rows: int = 100_000, target_rows: int = 1_000_000) -> CompactResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,43 +27,128 @@ def segment_name(first: int, last: int) -> str:
 
 def write_segment(directory: str, table: pa.Table) -> SegmentInfo:
     """Write ``table`` (sorted by seq, gap-free) durably; return its manifest entry."""
-    first = int(table["seq"][0].as_py())
-    last = int(table["seq"][-1].as_py())
-    name = segment_name(first, last)
-    path = os.path.join(directory, name)
-    tmp = path + ".tmp"
+    writer = SegmentWriter(directory)
     try:
-        pq.write_table(
-            table,
-            tmp,
-            compression="zstd",
-            compression_level=ZSTD_LEVEL,
-            row_group_size=ROW_GROUP_ROWS,
-            write_statistics=True,
-            sorting_columns=[pq.SortingColumn(0)],
-        )
-        fd = os.open(tmp, os.O_RDONLY)
+        writer.write(table)
+        return writer.finish()
+    finally:
+        writer.abort()
+
+
+class SegmentWriter:
+    """One segment written a piece at a time, row groups compressed in the background.
+
+    Pieces go in seq order and without gaps. Row groups of :data:`ROW_GROUP_ROWS` are
+    handed to a worker thread as soon as they are complete: Parquet encoding and zstd
+    release the GIL, so they overlap with the decoding of the next pieces (a seal feeds
+    this from the WAL a few thousand events at a time). Nothing is visible until
+    :meth:`finish` has fsynced and renamed the file; :meth:`abort` drops a partial one.
+    """
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+        self.tmp = os.path.join(directory, f"seg-{uuid.uuid4().hex}.parquet.tmp")
+        self._writer: pq.ParquetWriter | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
+        self._buffer: list[pa.Table] = []
+        self._buffered = 0
+        self._first = self._last = -1
+        self._rows = 0
+        self._min_ts: int | None = None
+        self._max_ts: int | None = None
+
+    @property
+    def rows(self) -> int:
+        return self._rows
+
+    def write(self, table: pa.Table) -> None:
+        """Add rows (with seqs following the previous ones)."""
+        if table.num_rows == 0:
+            return
+        if self._first < 0:
+            self._first = int(table["seq"][0].as_py())
+        self._last = int(table["seq"][-1].as_py())
+        self._rows += table.num_rows
+        ts = pc.min_max(table["ts"].cast(pa.int64()))
+        lo, hi = int(ts["min"].as_py()), int(ts["max"].as_py())
+        self._min_ts = lo if self._min_ts is None else min(self._min_ts, lo)
+        self._max_ts = hi if self._max_ts is None else max(self._max_ts, hi)
+        self._buffer.append(table)
+        self._buffered += table.num_rows
+        while self._buffered >= ROW_GROUP_ROWS:
+            whole = pa.concat_tables(self._buffer)
+            self._buffer = [whole.slice(ROW_GROUP_ROWS)]
+            self._buffered = whole.num_rows - ROW_GROUP_ROWS
+            self._submit(whole.slice(0, ROW_GROUP_ROWS))
+
+    def _submit(self, table: pa.Table) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="evolog-segment")
+        self._wait()
+        self._pending = self._pool.submit(self._write_group, table)
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()  # re-raises what the worker hit (a full disk, say)
+
+    def _write_group(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(
+                self.tmp,
+                table.schema,  # SCHEMA from a seal; a test may write an older, narrower one
+                compression="zstd",
+                compression_level=ZSTD_LEVEL,
+                write_statistics=True,
+                sorting_columns=[pq.SortingColumn(0)],
+            )
+        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+
+    def finish(self) -> SegmentInfo:
+        """Write what is left, fsync, and give the segment its final name."""
+        if self._rows == 0:
+            raise ValueError("a segment needs at least one row")
+        self._wait()
+        if self._buffered:
+            self._write_group(pa.concat_tables(self._buffer))
+            self._buffer, self._buffered = [], 0
+        assert self._writer is not None
+        self._writer.close()
+        self._writer = None
+        fd = os.open(self.tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-    except BaseException:
-        # A full disk leaves a partial file: give its space back now, not after the grace.
+        name = segment_name(self._first, self._last)
+        os.replace(self.tmp, os.path.join(self.directory, name))
+        fsync_dir(self.directory)
+        assert self._min_ts is not None and self._max_ts is not None
+        return SegmentInfo(
+            file=name,
+            first_seq=self._first,
+            last_seq=self._last,
+            rows=self._rows,
+            min_ts=self._min_ts,
+            max_ts=self._max_ts,
+            bytes=os.path.getsize(os.path.join(self.directory, name)),
+        )
+
+    def abort(self) -> None:
+        """Release everything; a file not finished is deleted (a full disk gets its space
+        back now, not after the garbage grace period)."""
+        if self._pool is not None:
+            with contextlib.suppress(Exception):
+                self._wait()
+            self._pool.shutdown()
+            self._pool = None
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+            self._writer = None
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.replace(tmp, path)
-    fsync_dir(directory)
-    ts = pc.min_max(table["ts"].cast(pa.int64()))
-    return SegmentInfo(
-        file=name,
-        first_seq=first,
-        last_seq=last,
-        rows=table.num_rows,
-        min_ts=int(ts["min"].as_py()),
-        max_ts=int(ts["max"].as_py()),
-        bytes=os.path.getsize(path),
-    )
+            os.unlink(self.tmp)
 
 
 def read_segment(directory: str, info: SegmentInfo, columns: list[str] | None = None) -> pa.Table:

@@ -23,7 +23,7 @@ from ._files import FileLock, storage_error, write_all
 from ._idindex import IdIndex, store_stamp
 from ._idsync import catch_up
 from ._manifest import FileCommitter
-from ._prepare import Prepared, prepare_many
+from ._prepare import Prepared, prepare_many, prepare_one
 from ._store import Paths
 
 Durability = Literal["always", "batch", "none"]
@@ -64,7 +64,7 @@ class Writer:
         self._next_seq = 0
         self._dir_stamp = -1
         self._held = False
-        self._buffer: list[tuple[int, bytes]] = []
+        self._buffer: list[tuple[int, bytes, str]] = []  # (seq, body, id)
         self._pending: dict[str, int] = {}
         # Ids this writer appended but has not inserted into the id index yet, id -> seq
         # in seq order (consecutive seqs); covered_seq stays behind them until they are.
@@ -162,10 +162,15 @@ class Writer:
         self, events: Iterable[Event], where: str = "", validated: bool = False
     ) -> list[Receipt]:
         """Append events atomically (all or none); duplicates by id are not written."""
-        batch = events if isinstance(events, Sequence) else list(events)
+        batch = events if isinstance(events, (list, tuple)) else list(events)
         prepared = prepare_many(batch, now_us(), where, validated)
-        if not prepared:
-            return []
+        return self._commit(prepared) if prepared else []
+
+    def append_one(self, event: Event, where: str = "", validated: bool = False) -> Receipt:
+        """Append one event: :meth:`append_many` of one, without the batch machinery."""
+        return self._commit([prepare_one(event, now_us(), where, validated)])[0]
+
+    def _commit(self, prepared: list[Prepared]) -> list[Receipt]:
         with self._mutex:
             if self._closed:
                 raise ClosedError("the event log is closed")
@@ -181,11 +186,14 @@ class Writer:
     def _assign(
         self, prepared: Sequence[Prepared]
     ) -> tuple[list[Receipt], list[tuple[int, bytes, str]]]:
+        seq = self._next_seq + len(self._buffer)
+        if len(prepared) == 1 and prepared[0].fresh:  # the common single append
+            event, body, _ = prepared[0]
+            return [Receipt(seq, event.id, False)], [(seq, body, event.id)]
         index = self._index_open()
         receipts: list[Receipt] = []
         items: list[tuple[int, bytes, str]] = []
         local: dict[str, int] = {}
-        seq = self._next_seq + len(self._buffer)
         for event, body, fresh in prepared:
             eid = event.id
             if fresh:  # minted by this append: no need to look it up
@@ -264,8 +272,8 @@ class Writer:
                 self._release()
                 raise
         receipts, items = self._assign(prepared)
-        for seq, body, eid in items:
-            self._buffer.append((seq, body))
+        self._buffer.extend(items)
+        for seq, _, eid in items:
             self._pending[eid] = seq
         if len(self._buffer) >= self.group_size:
             self._flush_locked()
@@ -288,9 +296,8 @@ class Writer:
             return
         try:
             if self._buffer:
-                ids = {seq: eid for eid, seq in self._pending.items()}
-                items = [(s, b, ids[s]) for s, b in self._buffer]
-                self._buffer.clear()
+                items = self._buffer
+                self._buffer = []
                 self._pending.clear()
                 self._write(items, fsync=True)
         finally:

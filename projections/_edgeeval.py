@@ -98,8 +98,25 @@ _W_CTE = """, w AS (
     FROM t JOIN {buckets} x ON {join} AND x.b >= t.newest_t // {w} - {lag}
     GROUP BY ALL
 )"""
-# DuckDB's own HUGEINT -> DOUBLE cast, which _edgefold reproduces bit for bit.
-_Q_COLS = ", coalesce(CAST(w.qs AS DOUBLE), 0.0) AS qs, coalesce(CAST(w.qf AS DOUBLE), 0.0) AS qf"
+
+
+def hugeint_double(column: str) -> str:
+    """SQL of a non-negative HUGEINT as ``double(low 64 bits) + double(high bits) * 2^64``.
+
+    Not DuckDB's own cast: its rounding changed between releases (2.0.0 added the limbs
+    like this, 2.0.1 rounds to nearest), and the numpy path (:mod:`projections._edgefold`)
+    must give the same doubles whichever DuckDB is installed.
+    """
+    return (
+        f"(CAST({column} & CAST({(1 << 64) - 1} AS HUGEINT) AS UBIGINT)::DOUBLE"
+        f" + CAST({column} >> 64 AS UBIGINT)::DOUBLE * {float(1 << 64)!r})"
+    )
+
+
+_Q_COLS = (
+    f", coalesce({hugeint_double('w.qs')}, 0.0) AS qs"
+    f", coalesce({hugeint_double('w.qf')}, 0.0) AS qf"
+)
 
 _GENE_TOTALS = """(SELECT gene, sum(success)::BIGINT AS success, sum(fail)::BIGINT AS fail,
     sum(outcomes)::BIGINT AS outcomes, min(first_t) AS first_t, max(newest_t) AS newest_t

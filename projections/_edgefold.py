@@ -10,8 +10,9 @@ Everything here is integer arithmetic, exact, so the result cannot depend on the
 the groups: the totals of ``edge_totals`` and the per-event sums ``qs``/``qf`` =
 ``Σ_b (S_b >> 8(E - b))`` over the buckets ``b >= E - MAX_BUCKET_LAG`` (``S_b``: the
 bucket's 128-bit mantissa sum, ``E``: the edge's newest bucket), as the checkpoint path
-computes them in SQL (:mod:`projections._edgeeval`); the sums are handed over as the
-doubles DuckDB's cast of a HUGEINT gives. The floating-point formulas
+computes them in SQL (:mod:`projections._edgeeval`); the sums are handed over as doubles
+made the same way in both paths (:func:`projections._edgeeval.hugeint_double`). The
+floating-point formulas
 (:mod:`projections._edgemath`) are shared by both paths.
 """
 
@@ -234,10 +235,10 @@ def _shift_right(lo: Array, hi: Array, shift: Array) -> None:
 
 
 def _as_double(lo: Array, hi: Array) -> pa.Array:
-    """128-bit integers as DuckDB casts a HUGEINT to DOUBLE, bit for bit.
+    """128-bit integers as doubles: ``double(lower) + double(upper) * 2^64``.
 
-    DuckDB computes ``double(lower) + double(upper) * 2^64``, which is not always the
-    nearest double; evaluation multiplies by exactly this value in both paths.
+    Not always the nearest double, but exactly what the checkpoint path's SQL computes
+    (:func:`projections._edgeeval.hugeint_double`), whichever DuckDB release runs it.
     """
     return pa.array(lo.astype(np.float64) + hi.astype(np.float64) * _TWO_64)
 

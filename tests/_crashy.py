@@ -53,6 +53,7 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--crash-at", type=int, default=0)
     p.add_argument("--ready", action="store_true")
     p.add_argument("--frame-bytes", type=int, default=0, help="cut batches into small frames")
+    p.add_argument("--row-group-rows", type=int, default=0, help="seal in many small row groups")
     return p.parse_args()
 
 
@@ -177,6 +178,11 @@ def main() -> int:
         from eventlog import _frames
 
         _frames.MAX_FRAME_BODY = a.frame_bytes  # a batch then spans many frames
+    if a.row_group_rows:
+        from eventlog import _seal, _segments
+
+        # Many row groups: the seal's background writer thread does most of the writing.
+        _segments.ROW_GROUP_ROWS = _seal.DECODE_EVENTS = a.row_group_rows
     acks = Acks(a.ack)
     with EventLog(a.store, create=True, durability=a.durability, auto_seal="off") as log:
         if a.ready:

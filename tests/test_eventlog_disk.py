@@ -85,6 +85,24 @@ def test_file_size_limit_during_seal(tmp_path: Path) -> None:
     assert [e.id for e in read_log(store)] == [e.id for e in events]
 
 
+def test_file_size_limit_in_the_segment_writer_thread(tmp_path: Path) -> None:
+    """The same when the failing write is a row group written by the background thread."""
+    store = tmp_path / "store"
+    args = ["--prefix", "f", "--count", "3000", "--text-bytes", "200"]
+    child = spawn(
+        "fsize-seal", store, tmp_path / "ack", *args, "--fsize-limit", "32768",
+        "--row-group-rows", "200",
+    )  # fmt: skip
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    assert out.startswith("storage-error "), out + err
+    assert os.listdir(store / "segments") == []  # the partial segment was deleted at once
+    assert [e.id for e in read_log(store)] == [f"f-{i}" for i in range(3000)]
+    with EventLog(store) as log:
+        assert log.seal().rows == 3000
+    assert [e.id for e in read_log(store)] == [f"f-{i}" for i in range(3000)]
+
+
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """An 8 MiB tmpfs: a file system that really runs out of space (needs root)."""
