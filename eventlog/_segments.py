@@ -110,6 +110,7 @@ class SegmentWriter:
         if self._rows == 0:
             raise ValueError("a segment needs at least one row")
         self._wait()
+        self._shutdown()
         if self._buffered:
             self._write_group(pa.concat_tables(self._buffer))
             self._buffer, self._buffered = [], 0
@@ -135,14 +136,17 @@ class SegmentWriter:
             bytes=os.path.getsize(os.path.join(self.directory, name)),
         )
 
+    def _shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()  # its thread ends here, not at interpreter exit
+            self._pool = None
+
     def abort(self) -> None:
         """Release everything; a file not finished is deleted (a full disk gets its space
         back now, not after the garbage grace period)."""
-        if self._pool is not None:
-            with contextlib.suppress(Exception):
-                self._wait()
-            self._pool.shutdown()
-            self._pool = None
+        with contextlib.suppress(Exception):
+            self._wait()
+        self._shutdown()
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 self._writer.close()

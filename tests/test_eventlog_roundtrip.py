@@ -6,8 +6,11 @@ the log accepts is one it can store losslessly (anything else is rejected up fro
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -36,6 +39,8 @@ from eventlog import (
     Outcome,
     Signal,
     Tick,
+    _seal,
+    _segments,
     from_json,
     kind_of,
     to_json,
@@ -97,6 +102,41 @@ def test_mixed_batches_wal_then_sealed(batches: list[list[Event]], seals: list[b
         log.seal()
         assert_same_events(list(log.replay()), want)
         assert log.verify().ok
+
+
+@contextlib.contextmanager
+def _seal_pieces(decode_events: int, group_rows: int, segment_rows: int) -> Iterator[None]:
+    """Seal in tiny pieces: many decode groups, row groups and segments."""
+    saved = (_seal.DECODE_EVENTS, _segments.ROW_GROUP_ROWS, _seal.SEAL_CHUNK_ROWS)
+    _seal.DECODE_EVENTS, _segments.ROW_GROUP_ROWS = decode_events, group_rows
+    _seal.SEAL_CHUNK_ROWS = segment_rows
+    try:
+        yield
+    finally:
+        _seal.DECODE_EVENTS, _segments.ROW_GROUP_ROWS, _seal.SEAL_CHUNK_ROWS = saved
+
+
+@given(event_batches(), st.integers(1, 7), st.integers(1, 9), st.integers(1, 20))
+@settings(max_examples=30)
+def test_sealing_in_pieces_keeps_every_row(
+    batches: list[list[Event]], decode_events: int, group_rows: int, segment_rows: int
+) -> None:
+    """Row groups written by the segment writer's thread, segments cut between decode
+    groups: the same rows, in seq order, and no thread left behind."""
+    want = with_seqs([e for b in batches for e in b])
+    threads = threading.active_count()
+    with _seal_pieces(decode_events, group_rows, segment_rows), fresh_store() as log:
+        for batch in batches:
+            log.append_many(batch)
+        log.seal()
+        assert_same_events(list(log.replay()), want)
+        assert_rows_match(arrow_table(log), want)
+        assert log.verify().ok
+        with log.snapshot() as snap:
+            rows = [s.rows for s in snap.segments]
+        assert sum(rows) == len(want)
+        assert all(r >= segment_rows for r in rows[:-1])
+    assert threading.active_count() == threads
 
 
 @given(event_batches(max_batches=8, max_batch=5), st.data())
