@@ -248,7 +248,9 @@ def main() -> None:
         default=0.0,
         help="fraction of outcomes without key and gene (resolved via attempts)",
     )
-    ap.add_argument("--dir", help="keep the synthetic store here (default: a temp dir)")
+    ap.add_argument(
+        "--dir", help="an existing directory to hold the temporary store (default: $TMPDIR)"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         store = Path(tmp) / f"store-{args.events}"

@@ -13,7 +13,6 @@ import contextlib
 import itertools
 import os
 import threading
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -136,15 +135,13 @@ def cursor() -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def arrow(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> pa.Table:
-    """The rows of one query as Arrow, bound once.
+    """The rows of one query as Arrow.
 
-    ``con.sql(q).to_arrow_table()`` binds the query twice (once for the relation's schema,
-    once to run it): 1-3 ms for a scan of several segments. The DB-API result copies the
-    rows once more, which is nothing for the 1e4-row results this is used for; DuckDB warns
-    about that copy, so the warning is silenced around the call.
+    Through the relation API: DuckDB warns about the extra copy an Arrow fetch on a DB-API
+    result makes, and silencing that with ``warnings.catch_warnings`` would change the
+    process-wide filters under any other thread that is running queries at the same time.
     """
-    with warnings.catch_warnings(action="ignore", category=UserWarning):
-        return con.execute(sql, params).to_arrow_table()
+    return con.sql(sql, params=params).to_arrow_table()
 
 
 @contextlib.contextmanager

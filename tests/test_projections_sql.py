@@ -227,3 +227,37 @@ def test_table_formatter_aligns_and_cuts() -> None:
     buf = io.StringIO()
     render(pa.table({"x": [[1, 2]], "y": [{"a": 1}]}), "csv", buf)
     assert buf.getvalue().splitlines()[1] == '"[1, 2]","{""a"": 1}"'
+
+
+def test_internal_arrow_queries_leave_the_warning_filters_alone(tmp_path: Path) -> None:
+    # Queries run on several threads at once (DuckDB releases the GIL while it works); a
+    # helper that swapped the process-wide filters around each query could leave another
+    # thread's temporary filter installed for good.
+    import threading
+    import warnings
+
+    from projections._source import arrow, cursor
+
+    seg = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": list(range(50_000))}), seg)
+    before = list(warnings.filters)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            with cursor() as con:
+                for _ in range(40):
+                    got = arrow(
+                        con, f"SELECT sum(x) AS s FROM read_parquet('{seg}') WHERE x > ?", [1]
+                    )
+                    assert got["s"].to_pylist() == [sum(range(2, 50_000))]
+        except BaseException as exc:  # reported below, on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert list(warnings.filters) == before
