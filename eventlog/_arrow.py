@@ -78,6 +78,14 @@ def _build_schema() -> tuple[pa.Schema, frozenset[str], frozenset[str]]:
 SCHEMA, JSON_COLUMNS, STRUCT_COLUMNS = _build_schema()
 _json = msgspec.json.Encoder()
 
+#: Where a seal's Arrow buffers come from. pyarrow's default pool (mimalloc) maps fresh
+#: pages for a process's first seal, and on this class of machine the page faults cost
+#: more than the conversion: with it the first seal of a process (a CLI ``seal``, an
+#: auto-seal in a hook) ran at 185-189k events/s, with the C allocator, which hands back
+#: the memory the decoded Python objects have just freed, at 257-261k/s. Later seals run
+#: at the same speed either way (see bench/RESULTS.md).
+POOL = pa.system_memory_pool()
+
 
 def _column(name: str, values: list[Any]) -> pa.Array:
     typ = SCHEMA.field(name).type
@@ -86,8 +94,8 @@ def _column(name: str, values: list[Any]) -> pa.Array:
     elif name in STRUCT_COLUMNS:
         values = [None if v is None else msgspec.to_builtins(v) for v in values]
     elif name == "ts":
-        return pa.array(values, pa.int64()).cast(TS_TYPE)
-    return pa.array(values, typ)
+        return pa.array(values, pa.int64(), memory_pool=POOL).cast(TS_TYPE, memory_pool=POOL)
+    return pa.array(values, typ, memory_pool=POOL)
 
 
 def events_to_table(events: list[AnyEvent]) -> pa.Table:
@@ -123,18 +131,24 @@ def _events_to_table(events: list[AnyEvent]) -> pa.Table:
         arrays = []
         for field in present:
             if field.name == "kind":
-                arrays.append(pa.array([kind_of(group[0])] * n, pa.string()))
+                arrays.append(pa.array([kind_of(group[0])] * n, pa.string(), memory_pool=POOL))
             elif field.name in columns:
                 arrays.append(_column(field.name, list(columns[field.name])))
             else:
-                arrays.append(pa.nulls(n, field.type))
+                arrays.append(pa.nulls(n, field.type, memory_pool=POOL))
         tables.append(pa.Table.from_arrays(arrays, schema=schema))
-    table = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
     if len(tables) > 1:
-        table = table.take(_pc().sort_indices(table["seq"]))
+        table = pa.concat_tables(tables).combine_chunks(memory_pool=POOL)
+        order = _pc().sort_indices(table["seq"], memory_pool=POOL)
+        table = _pc().take(table, order, memory_pool=POOL)
+    else:
+        table = tables[0]
     n = table.num_rows
     return pa.Table.from_arrays(
-        [table[f.name] if f.name in schema.names else pa.nulls(n, f.type) for f in SCHEMA],
+        [
+            table[f.name] if f.name in schema.names else pa.nulls(n, f.type, memory_pool=POOL)
+            for f in SCHEMA
+        ],
         schema=SCHEMA,
     )
 

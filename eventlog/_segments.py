@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ._arrow import SCHEMA
+from ._arrow import POOL, SCHEMA
 from ._files import fsync_dir
 from ._manifest import SegmentInfo
 
@@ -102,6 +102,7 @@ class SegmentWriter:
                 compression_level=ZSTD_LEVEL,
                 write_statistics=True,
                 sorting_columns=[pq.SortingColumn(0)],
+                memory_pool=POOL,
             )
         self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
 

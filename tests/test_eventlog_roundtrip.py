@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import gc
 import math
 import threading
 from collections.abc import Iterator
@@ -45,6 +46,7 @@ from eventlog import (
     kind_of,
     to_json,
 )
+from eventlog._arrow import POOL
 from eventlog._codec import decode, encode
 
 
@@ -122,9 +124,10 @@ def test_sealing_in_pieces_keeps_every_row(
     batches: list[list[Event]], decode_events: int, group_rows: int, segment_rows: int
 ) -> None:
     """Row groups written by the segment writer's thread, segments cut between decode
-    groups: the same rows, in seq order, and no thread left behind."""
+    groups: the same rows, in seq order, no thread left behind and no Arrow buffer kept."""
     want = with_seqs([e for b in batches for e in b])
     threads = threading.active_count()
+    held = POOL.bytes_allocated()
     with _seal_pieces(decode_events, group_rows, segment_rows), fresh_store() as log:
         for batch in batches:
             log.append_many(batch)
@@ -137,6 +140,8 @@ def test_sealing_in_pieces_keeps_every_row(
         assert sum(rows) == len(want)
         assert all(r >= segment_rows for r in rows[:-1])
     assert threading.active_count() == threads
+    gc.collect()
+    assert POOL.bytes_allocated() == held
 
 
 @given(event_batches(max_batches=8, max_batch=5), st.data())
