@@ -168,7 +168,23 @@ class Writer:
 
     def append_one(self, event: Event, where: str = "", validated: bool = False) -> Receipt:
         """Append one event: :meth:`append_many` of one, without the batch machinery."""
-        return self._commit([prepare_one(event, now_us(), where, validated)])[0]
+        prepared = prepare_one(event, now_us(), where, validated)
+        if prepared.fresh and self._held:
+            with self._mutex:
+                if self._held and not self._closed:  # group commit under way: add to it
+                    return self._buffer_fresh(prepared)
+        return self._commit([prepared])[0]
+
+    def _buffer_fresh(self, prepared: Prepared) -> Receipt:
+        # Group commit's common case, one event with a minted id, kept to the bone: at
+        # 200k appends/s every list and call on this path is a measurable share.
+        eid = prepared.event.id
+        seq = self._next_seq + len(self._buffer)
+        self._buffer.append((seq, prepared.body, eid))
+        self._pending[eid] = seq
+        if len(self._buffer) >= self.group_size:
+            self._flush_locked()
+        return Receipt(seq, eid, False)
 
     def _commit(self, prepared: list[Prepared]) -> list[Receipt]:
         with self._mutex:

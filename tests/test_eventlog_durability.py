@@ -121,3 +121,22 @@ def test_none_is_visible_at_once_and_survives_kill(store: Path) -> None:
     with EventLog(store, durability="none") as log:
         assert log.append(Note(id="n0")) == 1
         assert log.append(Note(id="n50")) == 51
+
+
+def test_batch_appends_of_events_without_ids(store: Path) -> None:
+    """The common group-commit append (an id minted by the log): consecutive seqs, a full
+    group is written at once, and an event sent again before the flush is a duplicate."""
+    with EventLog(store, create=True, durability="batch", group_ms=60_000, group_size=4) as log:
+        assert [log.append(Note(text=str(i))) for i in range(4)] == [1, 2, 3, 4]
+        assert len(ids_seen_elsewhere(store)) == 4, "the fourth append writes the group"
+        # EventLog.append returns the seq only; the writer's receipt names the minted id.
+        buffered = log._writer.append_one(Note(text="4"))
+        assert (buffered.seq, buffered.duplicate) == (5, False)
+        assert len(ids_seen_elsewhere(store)) == 4, "a group of one is not written yet"
+        again = log.append_receipts([Note(id=buffered.id, text="4")])
+        assert [(r.seq, r.duplicate) for r in again] == [(5, True)]
+        assert log.append(Note(text="5")) == 6
+    events = read_log(store)
+    assert [(e.seq, e.text) for e in events] == [(i, str(i - 1)) for i in range(1, 7)]  # type: ignore[attr-defined]
+    assert events[4].id == buffered.id
+    assert len({e.id for e in events}) == 6
