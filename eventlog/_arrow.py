@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -87,7 +88,10 @@ _json = msgspec.json.Encoder()
 POOL = pa.system_memory_pool()
 
 
-def _column(name: str, values: list[Any]) -> pa.Array:
+_astuple = msgspec.structs.astuple
+
+
+def _column(name: str, values: Sequence[Any]) -> pa.Array:
     typ = SCHEMA.field(name).type
     if name in JSON_COLUMNS:
         values = [None if v is None else _json.encode(v).decode() for v in values]
@@ -124,16 +128,16 @@ def _events_to_table(events: list[AnyEvent]) -> pa.Table:
     tables = []
     for cls, group in groups.items():
         names = cls.__struct_fields__
-        columns = dict(
-            zip(names, zip(*(msgspec.structs.astuple(e) for e in group), strict=True), strict=True)
-        )
+        # map() rather than a generator: no Python frame per event. The column tuples go
+        # to pa.array as they are, without a copy into lists.
+        columns = dict(zip(names, zip(*map(_astuple, group), strict=True), strict=True))
         n = len(group)
         arrays = []
         for field in present:
             if field.name == "kind":
                 arrays.append(pa.array([kind_of(group[0])] * n, pa.string(), memory_pool=POOL))
             elif field.name in columns:
-                arrays.append(_column(field.name, list(columns[field.name])))
+                arrays.append(_column(field.name, columns[field.name]))
             else:
                 arrays.append(pa.nulls(n, field.type, memory_pool=POOL))
         tables.append(pa.Table.from_arrays(arrays, schema=schema))
