@@ -58,18 +58,25 @@ _crc32 = zlib.crc32
 
 def encode_frames(items: list[tuple[int, bytes]]) -> bytes:
     """Frame consecutive ``(seq, body)`` pairs as one atomic append (END on the last frame)."""
-    if len(items) == 1:
-        return _frame(items[0][0], 1, items[0][1], True)
+    return frame_bodies(items[0][0], [b for _, b in items])
+
+
+def frame_bodies(seq: int, bodies: list[bytes]) -> bytes:
+    """Frame the bodies of events ``seq, seq+1, ...`` as one atomic append."""
+    if len(bodies) == 1:
+        return _frame(seq, 1, bodies[0], True)
+    if sum(map(len, bodies)) <= MAX_FRAME_BODY:  # a group commit: one frame, no per-body loop
+        return _frame(seq, len(bodies), b"".join(bodies), True)
     out = bytearray()
     limit = MAX_FRAME_BODY
     start = 0
-    while start < len(items):
-        stop, size = start + 1, len(items[start][1])
-        while stop < len(items) and size + len(items[stop][1]) <= limit:
-            size += len(items[stop][1])
+    while start < len(bodies):
+        stop, size = start + 1, len(bodies[start])
+        while stop < len(bodies) and size + len(bodies[stop]) <= limit:
+            size += len(bodies[stop])
             stop += 1
-        body = b"".join([b for _, b in items[start:stop]])
-        out += _frame(items[start][0], stop - start, body, stop == len(items))
+        body = b"".join(bodies[start:stop])
+        out += _frame(seq + start, stop - start, body, stop == len(bodies))
         start = stop
     return bytes(out)
 

@@ -10,6 +10,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from operator import itemgetter
 from typing import Literal, NamedTuple
 
 import msgspec
@@ -29,6 +30,10 @@ from ._store import Paths
 Durability = Literal["always", "batch", "none"]
 #: A writer inserts its ids into the id index in groups of this many (see _write).
 LAG_EVENTS = 64
+
+
+# Fields of the buffered (seq, body, id) items, read in C rather than in a comprehension.
+_SEQ, _BODY, _ID = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
 class Receipt(NamedTuple):
@@ -233,7 +238,7 @@ class Writer:
         return receipts, items
 
     def _write(self, items: list[tuple[int, bytes, str]], fsync: bool) -> None:
-        data = fr.encode_frames([(s, b) for s, b, _ in items])
+        data = fr.frame_bodies(items[0][0], list(map(_BODY, items)))
         old = self._size
         try:
             write_all(self._fd, data)
@@ -250,7 +255,7 @@ class Writer:
         self._next_seq = items[-1][0] + 1
         # The index is told in groups of LAG_EVENTS: inserting one id per append dirties a
         # random page of the index each time, which costs more than the insert itself.
-        self._lag.update((eid, seq) for seq, _, eid in items)
+        self._lag.update(zip(map(_ID, items), map(_SEQ, items), strict=True))
         if len(self._lag) >= LAG_EVENTS:
             self._flush_lag()
 
