@@ -104,12 +104,9 @@ def _seal_files(
     try:
         for group in _frame_groups(frames, sealed_seq):
             count, data = events_data(group, sealed_seq)
-            events = decode_array(data)
             first = max(group[0].seq, sealed_seq + 1)
-            for seq, e in enumerate(events, first):
-                msgspec.structs.force_setattr(e, "seq", seq)
             segment = segment or SegmentWriter(paths.segments)
-            segment.write(events_to_table(events))
+            segment.write(events_to_table(decode_array(data), first_seq=first))
             rows += count
             if segment.rows >= SEAL_CHUNK_ROWS:
                 infos.append(segment.finish())

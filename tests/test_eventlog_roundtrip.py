@@ -46,7 +46,7 @@ from eventlog import (
     kind_of,
     to_json,
 )
-from eventlog._arrow import POOL
+from eventlog._arrow import POOL, events_to_table
 from eventlog._codec import decode, encode
 
 
@@ -116,6 +116,19 @@ def _seal_pieces(decode_events: int, group_rows: int, segment_rows: int) -> Iter
         yield
     finally:
         _seal.DECODE_EVENTS, _segments.ROW_GROUP_ROWS, _seal.SEAL_CHUNK_ROWS = saved
+
+
+@given(event_lists(min_size=1, max_size=40), st.integers(1, 2**62))
+def test_rows_numbered_by_position_are_the_rows_of_seqd_events(
+    events: list[Event], first: int
+) -> None:
+    """A seal numbers rows by position (``first_seq``) instead of reading each event's seq:
+    with kinds interleaved in any order, that must give exactly the table of the events
+    carrying those seqs."""
+    unnumbered = [msgspec.structs.replace(e, seq=0) for e in events]
+    numbered = events_to_table(unnumbered, first_seq=first)
+    assert numbered.equals(events_to_table(with_seqs(events, first)))
+    assert numbered["seq"].to_pylist() == list(range(first, first + len(events)))
 
 
 @given(event_batches(), st.integers(1, 7), st.integers(1, 9), st.integers(1, 20))
