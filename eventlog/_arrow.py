@@ -27,13 +27,13 @@ TS_TYPE = pa.timestamp("us", tz="UTC")
 ENVELOPE = ("seq", "id", "ts", "kind", "agent", "session", "source", "v")
 
 
-def _arrow_type(t: Any) -> tuple[pa.DataType, bool]:
+def arrow_type(t: Any) -> tuple[pa.DataType, bool]:
     """(arrow type, is_json) for a msgspec type_info node."""
     mi = msgspec.inspect
     if isinstance(t, mi.UnionType):
         inner = [x for x in t.types if not isinstance(x, mi.NoneType)]
         if len(inner) == 1:
-            return _arrow_type(inner[0])
+            return arrow_type(inner[0])
         return pa.string(), True
     if isinstance(t, (mi.StrType, mi.LiteralType)):
         return pa.string(), False
@@ -46,7 +46,7 @@ def _arrow_type(t: Any) -> tuple[pa.DataType, bool]:
     if isinstance(t, mi.ListType) and isinstance(t.item_type, mi.StrType):
         return pa.list_(pa.string()), False
     if isinstance(t, mi.StructType):
-        fields = [pa.field(f.name, _arrow_type(f.type)[0]) for f in t.fields]
+        fields = [pa.field(f.name, arrow_type(f.type)[0]) for f in t.fields]
         return pa.struct(fields), False
     return pa.string(), True
 
@@ -68,7 +68,7 @@ def _build_schema() -> tuple[pa.Schema, frozenset[str], frozenset[str]]:
         for f in msgspec.inspect.type_info(cls).fields:  # type: ignore[attr-defined]
             if f.name in fields:
                 continue
-            typ, is_json = _arrow_type(f.type)
+            typ, is_json = arrow_type(f.type)
             fields[f.name] = pa.field(f.name, typ, metadata=JSON_META if is_json else None)
             if is_json:
                 json_cols.add(f.name)
@@ -92,7 +92,7 @@ POOL = pa.system_memory_pool()
 _astuple = msgspec.structs.astuple
 
 
-def _column(name: str, values: Sequence[Any]) -> pa.Array:
+def column(name: str, values: Sequence[Any]) -> pa.Array:
     typ = SCHEMA.field(name).type
     if name in JSON_COLUMNS:
         values = [None if v is None else _json.encode(v).decode() for v in values]
@@ -171,7 +171,7 @@ def _events_to_table(events: Sequence[AnyEvent], first_seq: int | None) -> pa.Ta
             if field.name == "kind":
                 arrays.append(pa.array([kind_of(group[0])] * n, pa.string(), memory_pool=POOL))
             elif field.name in columns:
-                arrays.append(_column(field.name, columns[field.name]))
+                arrays.append(column(field.name, columns[field.name]))
             else:
                 arrays.append(pa.nulls(n, field.type, memory_pool=POOL))
         tables.append(pa.Table.from_arrays(arrays, schema=schema))

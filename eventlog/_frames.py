@@ -43,7 +43,7 @@ def file_header(base_seq: int) -> bytes:
     return FILE_HEADER.pack(MAGIC, base_seq)
 
 
-def read_base(header: bytes) -> int | None:
+def read_base(header: bytes | memoryview) -> int | None:
     """The base seq of a WAL file header, or None if it is not one."""
     if len(header) < FILE_HEADER.size:
         return None
@@ -91,7 +91,7 @@ def _frame(seq: int, count: int, body: bytes, last: bool) -> bytes:
 class Frame(NamedTuple):
     offset: int
     seq: int  # of the first event
-    body: bytes  # ``count`` msgpack encodings back to back
+    body: bytes | memoryview  # ``count`` msgpack encodings back to back
     end: bool
     n: int  # events in it
 
@@ -127,8 +127,9 @@ class ScanResult(NamedTuple):
     stopped_at: int  # where the first invalid frame (or EOF) was met
 
 
-def scan(buf: bytes | memoryview, start: int, limit: int) -> ScanResult:
-    """Read valid frames from ``start``; keep whole appends only."""
+def scan(buf: bytes | memoryview, start: int, limit: int, copy: bool = True) -> ScanResult:
+    """Read valid frames from ``start``; keep whole appends only. Without ``copy`` the
+    frame bodies are views of ``buf``."""
     committed: list[Frame] = []
     pending: list[Frame] = []
     offset = start
@@ -142,8 +143,8 @@ def scan(buf: bytes | memoryview, start: int, limit: int) -> ScanResult:
             break
         if _unpack_footer(buf, end - 4)[0] != end - offset:
             break
-        body = bytes(view[offset + HEADER.size : end - 4])
-        pending.append(Frame(offset, seq, body, word >= END, count))
+        body = view[offset + HEADER.size : end - 4]
+        pending.append(Frame(offset, seq, bytes(body) if copy else body, word >= END, count))
         offset = end
         if word & END:
             committed.extend(pending)
@@ -202,7 +203,7 @@ _raw_list = msgspec.msgpack.Decoder(list[msgspec.Raw])
 
 def events_data(frames: Sequence[Frame], after: int = 0) -> tuple[int, bytes]:
     """``(count, msgpack array)`` of the events with seq > ``after`` in consecutive frames."""
-    parts: list[bytes] = []
+    parts: list[bytes | memoryview] = []
     count = 0
     for f in frames:
         if f.last_seq <= after:

@@ -1,0 +1,12 @@
+# The C seal converter (eventlog/_native.c); used through eventlog._bodies only.
+from typing import Any
+
+def make_plan(
+    columns: list[tuple[str, int, tuple[str, ...]]],
+    kinds: list[tuple[str, list[tuple[int, bool, bytes | None]]]],
+    kind_col: int,
+    /,
+) -> object: ...
+def convert(
+    plan: object, bodies: list[bytes | memoryview], skip: int, count: int, /
+) -> list[Any]: ...
