@@ -27,7 +27,7 @@ from ._union import EVENT_TYPES
 
 _native: ModuleType | None
 try:
-    from . import _native  # type: ignore[no-redef]
+    from . import _native
 except ImportError:  # installed without a C compiler: sealing still works, more slowly
     _native = None
 

@@ -26,6 +26,13 @@ import struct
 
 # _blake2 directly: importing hashlib initialises OpenSSL, a few ms on every hook call.
 from _blake2 import blake2b
+from collections.abc import Callable
+
+_native_insert: Callable[[mmap.mmap, int, int, list[tuple[bytes, int]]], int] | None
+try:  # the same slot insert in C, when the extension was built (a small library to load)
+    from ._native import index_insert as _native_insert
+except ImportError:
+    _native_insert = None
 
 MAGIC = b"EVLIDX01"
 # magic, ntables, covered_seq, synced_seq, boot_id(16), count (per table)
@@ -127,6 +134,13 @@ class _Table:
 
     def insert_many(self, items: list[tuple[bytes, int]]) -> None:
         """:meth:`insert` for many keys, the header's count written once."""
+        if _native_insert is not None:
+            added = _native_insert(self.mm, HEADER_SIZE, self.mask, items)
+        else:
+            added = self._insert_many(items)
+        struct.pack_into("<Q", self.mm, _COUNT_AT, self.count + added)
+
+    def _insert_many(self, items: list[tuple[bytes, int]]) -> int:
         mm, mask, added = self.mm, self.mask, 0
         home = _HOME
         pack = _SEQ.pack
@@ -143,7 +157,7 @@ class _Table:
                     mm[off + 16 : off + 24] = pack(seq)
                     break
                 i = (i + 1) & mask
-        struct.pack_into("<Q", mm, _COUNT_AT, self.count + added)
+        return added
 
 
 class IdIndex:

@@ -408,7 +408,72 @@ out:
     return result;
 }
 
+/* ------------------------------------------------------------------ the id index */
+
+static inline uint64_t le64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int b = 7; b >= 0; b--) v = (v << 8) | p[b];
+    return v;
+}
+
+/* index_insert(table, header_size, mask, items) -> added: eventlog._idindex's slot insert
+ * (24-byte slots: a 16-byte key, then the seq as u64 little-endian; seq 0 is empty) for
+ * many (key, seq) pairs. The Python loop cost about a microsecond per id, a fifth of what a
+ * group-commit append costs. */
+static PyObject *index_insert(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *table, *items;
+    Py_ssize_t header, mask, added = 0;
+    if (!PyArg_ParseTuple(args, "OnnO!", &table, &header, &mask, &PyList_Type, &items))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(table, &view, PyBUF_WRITABLE) < 0) return NULL;
+    PyObject *result = NULL;
+    if (header < 0 || mask < 0 || (mask & (mask + 1)) ||
+        view.len < header + (mask + 1) * 24) {
+        PyErr_SetString(PyExc_ValueError, "index_insert: the table is smaller than its mask");
+        goto out;
+    }
+    uint8_t *slots = (uint8_t *)view.buf + header;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(items); j++) {
+        const char *key;
+        Py_ssize_t klen;
+        unsigned long long seq;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(items, j), "y#K", &key, &klen, &seq)) goto out;
+        if (klen != 16 || seq == 0) {
+            PyErr_SetString(PyExc_ValueError, "index_insert: expected a 16-byte key, seq > 0");
+            goto out;
+        }
+        uint8_t le[8];
+        for (int b = 0; b < 8; b++) le[b] = (uint8_t)(seq >> (8 * b));
+        Py_ssize_t i = (Py_ssize_t)(le64((const uint8_t *)key) & (uint64_t)mask), probes = 0;
+        for (;; i = (i + 1) & mask) {
+            uint8_t *slot = slots + 24 * i;
+            if (le64(slot + 16) == 0) {
+                memcpy(slot, key, 16);
+                memcpy(slot + 16, le, 8); /* the seq last: a torn slot reads as empty */
+                added++;
+                break;
+            }
+            if (memcmp(slot, key, 16) == 0) {
+                memcpy(slot + 16, le, 8);
+                break;
+            }
+            if (++probes > mask) {
+                PyErr_SetString(PyExc_ValueError, "index_insert: the table is full");
+                goto out;
+            }
+        }
+    }
+    result = PyLong_FromSsize_t(added);
+out:
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"index_insert", index_insert, METH_VARARGS,
+     "index_insert(table, header_size, mask, [(key, seq)]) -> slots newly filled"},
     {"make_plan", make_plan, METH_VARARGS,
      "make_plan(columns, kinds, kind_col) -> plan\n\n"
      "columns: [(name, type, allowed_literals)]; kinds: [(tag, [(column, nullable, "

@@ -10,3 +10,6 @@ def make_plan(
 def convert(
     plan: object, bodies: list[bytes | memoryview], skip: int, count: int, /
 ) -> list[Any]: ...
+def index_insert(
+    table: object, header_size: int, mask: int, items: list[tuple[bytes, int]], /
+) -> int: ...

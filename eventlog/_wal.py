@@ -106,7 +106,7 @@ def _pending_frames(data: bytes, start: int, stop: int) -> list[fr.Frame]:
     return frames
 
 
-def create(directory: str, base: int) -> tuple[int, str]:
+def create(directory: str, base: int, dsync: bool = False) -> tuple[int, str]:
     """Create a new WAL file atomically (header, fsync, rename, dir fsync); open it."""
     path = os.path.join(directory, wal_name(base))
     tmp = path + ".tmp"
@@ -118,11 +118,12 @@ def create(directory: str, base: int) -> tuple[int, str]:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(directory)
-    return open_append(path), path
+    return open_append(path, dsync), path
 
 
-def open_append(path: str) -> int:
-    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+def open_append(path: str, dsync: bool = False) -> int:
+    """Open a WAL file for appends; ``dsync``: every write is durable when it returns."""
+    return os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | (os.O_DSYNC if dsync else 0))
 
 
 class WalFile(NamedTuple):

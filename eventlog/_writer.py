@@ -58,6 +58,9 @@ class Writer:
             raise ValueError(f"durability: expected always, batch or none; got {durability!r}")
         self.paths = paths
         self.durability = durability
+        # Under ``always`` the WAL is opened O_DSYNC: each write returns once its data (and
+        # the file size) are durable, which is fdatasync's promise without a second syscall.
+        self._dsync = durability == "always"
         self.group_size = group_size
         self.group_ms = group_ms
         self._lock = FileLock(paths.write_lock)
@@ -99,6 +102,12 @@ class Writer:
             self._next_seq, self._size, repair = _wal.check_tail(path, self._fd, size, self._base)
             if repair is not None:
                 self._report(repair)
+
+    def _sync_index(self) -> IdIndex:
+        """The id index, brought up to the log: every seq up to the head is in it except
+        this writer's lag. Done when the index is needed (a lookup, inserting the lag), not
+        on every append: an append of a minted id never reads it, and under ``always`` each
+        syscall saved on the append path is paid for twice after the fdatasync."""
         if self._index is not None and not self._index.is_current():
             self._index.close()  # deleted or replaced by another process: map the new one
             self._index = None
@@ -114,6 +123,7 @@ class Writer:
             # Missing ids that are not just our own lag: read them from the log.
             self._lag.clear()
             catch_up(self.paths, index, self._next_seq - 1)
+        return index
 
     def _only_own_lag_missing(self, covered: int) -> bool:
         """Whether the index lacks exactly the ids of this writer's lag, nothing else."""
@@ -130,11 +140,11 @@ class Writer:
         files = _wal.list_wal(self.paths.wal)
         if files:
             self._base, path = files[-1]
-            self._fd = _wal.open_append(path)
+            self._fd = _wal.open_append(path, self._dsync)
         else:
             sealed = FileCommitter(self.paths.manifest).load().sealed_seq
             self._base = sealed + 1
-            self._fd, _ = _wal.create(self.paths.wal, self._base)
+            self._fd, _ = _wal.create(self.paths.wal, self._base, self._dsync)
         self._size = -1
 
     def _index_open(self) -> IdIndex:
@@ -211,7 +221,7 @@ class Writer:
         if len(prepared) == 1 and prepared[0].fresh:  # the common single append
             event, body, _ = prepared[0]
             return [Receipt(seq, event.id, False)], [(seq, body, event.id)]
-        index = self._index_open()
+        index = self._sync_index()
         receipts: list[Receipt] = []
         items: list[tuple[int, bytes, str]] = []
         local: dict[str, int] = {}
@@ -242,7 +252,7 @@ class Writer:
         old = self._size
         try:
             write_all(self._fd, data)
-            if fsync:
+            if fsync and not self._dsync:
                 os.fdatasync(self._fd)
         except OSError as exc:
             # Leave the log exactly as it was: nothing of this append was acknowledged.
@@ -261,12 +271,12 @@ class Writer:
 
     def _flush_lag(self) -> None:
         """Insert the lagging ids; the caller holds the lock and has just synced."""
+        index = self._sync_index()  # drops the lag if another writer caught it up
         if not self._lag:
             return
         items = list(self._lag.items())
         last = items[-1][1]
         self._lag.clear()
-        index = self._index_open()
         try:
             index.insert_many(items)
         except OSError:
@@ -279,7 +289,7 @@ class Writer:
     def _flush_lag_locked(self) -> None:
         if self._lag:
             with self._lock.held():
-                self._sync()  # drops the lag if another writer caught it up meanwhile
+                self._sync()
                 self._flush_lag()
 
     # -- group commit ------------------------------------------------------------------
@@ -339,7 +349,7 @@ class Writer:
                 self._sync()
                 if self._size > fr.FILE_HEADER.size:
                     # Create first: if that fails (a full disk) the old file stays active.
-                    fd, _ = _wal.create(self.paths.wal, self._next_seq)
+                    fd, _ = _wal.create(self.paths.wal, self._next_seq, self._dsync)
                     os.close(self._fd)
                     self._fd = fd
                     self._base = self._next_seq
@@ -351,7 +361,7 @@ class Writer:
         with self._mutex, self._lock.held():
             self._sync()
             self._flush_lag()
-            self._index_open().sync(seq)
+            self._index_open().sync(seq)  # _flush_lag brought it up to the log
 
     def wal_size(self) -> int:
         return max(self._size, 0)
