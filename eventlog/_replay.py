@@ -9,9 +9,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ._arrow import SCHEMA, TS_TYPE, events_to_table, table_to_events
+from ._arrow import SCHEMA, TS_TYPE, table_to_events
+from ._bodies import bodies_to_table
 from ._codec import kind_of
 from ._errors import InvalidEventError
+from ._frames import array_header
 from ._manifest import SegmentInfo
 from ._segments import conform
 from ._snapshot import Snapshot
@@ -81,10 +83,12 @@ def arrow_batches(
         # multi-threaded reader is faster than iterating row-group batches.
         table = pf.read(columns=read_cols, use_threads=True)
         yield from _filtered(table, flt, columns)
-    tail = [e for e in snap.tail_events() if flt.keeps(e)]
-    if tail:
-        table = events_to_table(tail)
-        yield from (table.select(columns) if columns else table).to_batches(BATCH_ROWS)
+    records = snap.tail_records()
+    if records.n:
+        # The WAL tail through the seal's converter: no Python object per event.
+        bodies = memoryview(records.data)[len(array_header(records.n)) :]
+        table = bodies_to_table([bodies], 0, records.n, records.first)
+        yield from _filtered(table, flt, columns)
 
 
 def _read_columns(pf: pq.ParquetFile, columns: list[str] | None) -> list[str] | None:
