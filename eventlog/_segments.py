@@ -15,16 +15,15 @@ from ._arrow import POOL, SCHEMA
 from ._files import fsync_dir
 from ._manifest import SegmentInfo
 
-#: Row groups at or below this many rows: DuckDB scans one row group per thread. A seal
-#: encodes a row group only once all its rows are converted, so the last one is written
-#: after conversion ends: 64k rather than 128k halves that tail (a fresh-process seal of
-#: 2e5 events went from about 450-500k to 470-535k events/s, bench/RESULTS.md).
-ROW_GROUP_ROWS = 64 * 1024
+#: Row groups at or below this many rows: DuckDB scans one row group per thread. (A seal
+#: encodes the last row group after its conversion ends; 64k-row groups were measured to
+#: shorten that tail and gained nothing measurable, bench/bench_seal_parts.py.)
+ROW_GROUP_ROWS = 128 * 1024
 ZSTD_LEVEL = 1  # higher levels buy under 1% on event data and cost a lot of CPU
 #: Columns unique per event are delta-encoded instead of dictionary-encoded: a dictionary
 #: of unique values is work thrown away. seq and ts climb, and generated ids share long
-#: prefixes. On the demo mix this took a segment from 9.7 to 5.0 bytes/event and Parquet
-#: encoding from 1.04 to 0.74 us/row (bench/RESULTS.md).
+#: prefixes. On 128k demo-mix rows this took a segment from 9.7 to 5.0 bytes/event and the
+#: encoding from 0.82 to 0.74 us/row (bench/bench_seal_parts.py, bench/RESULTS.md).
 DELTA_ENCODED = {
     "seq": "DELTA_BINARY_PACKED",
     "ts": "DELTA_BINARY_PACKED",
