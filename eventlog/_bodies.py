@@ -92,19 +92,22 @@ def _nulls(n: int, typ: pa.DataType) -> pa.Array:
     return pa.nulls(n, typ)
 
 
+def _buffer(spec: tuple[int, int, object]) -> pa.Buffer:
+    """A buffer the converter allocated, owned by the capsule that frees it."""
+    address, size, owner = spec
+    return pa.py_buffer(b"") if owner is None else pa.foreign_buffer(address, size, owner)
+
+
 def _from_buffers(typ: pa.DataType, code: int, n: int, col: tuple[Any, ...]) -> pa.Array:
     nulls, valid, *rest = col
-    validity = None if nulls == 0 else pa.py_buffer(valid)
+    validity = None if nulls == 0 else _buffer(valid)
     if code != LIST:
-        return pa.Array.from_buffers(typ, n, [validity, *map(pa.py_buffer, rest)], nulls)
+        return pa.Array.from_buffers(typ, n, [validity, *map(_buffer, rest)], nulls)
     offsets, item_offsets, data = rest
     items = pa.Array.from_buffers(
-        pa.string(),
-        len(item_offsets) // 4 - 1,
-        [None, pa.py_buffer(item_offsets), pa.py_buffer(data)],
-        0,
+        pa.string(), item_offsets[1] // 4 - 1, [None, _buffer(item_offsets), _buffer(data)], 0
     )
-    return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets)], nulls, children=[items])
+    return pa.Array.from_buffers(typ, n, [validity, _buffer(offsets)], nulls, children=[items])
 
 
 def _free_form(plan: _Plan, name: str, raws: list[tuple[int, int, bytes]], n: int) -> pa.Array:

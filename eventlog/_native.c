@@ -310,8 +310,20 @@ static int put_events(const Plan *pl, Col *cols, Scratch *sc, Bodies *b, Py_ssiz
 
 /* ------------------------------------------------------------------ results */
 
-static PyObject *bytes_of(const void *p, Py_ssize_t n) {
-    return PyBytes_FromStringAndSize(p ? (const char *)p : "", n);
+static void owned_free(PyObject *cap) { PyMem_RawFree(PyCapsule_GetPointer(cap, "evolog.buffer")); }
+
+/* Hand a buffer to Python without copying it: (address, size, owner), the owner a capsule
+ * that frees the memory when pyarrow lets go of it (pyarrow.foreign_buffer). Copying into
+ * bytes cost fresh memory, and on this class of machine page faults are dear. The column's
+ * pointer is cleared: the buffer is the capsule's now. */
+static PyObject *owned(void *pp, Py_ssize_t n) {
+    void **slot = (void **)pp;
+    if (!*slot) return Py_BuildValue("(nnO)", (Py_ssize_t)0, n, Py_None);
+    PyObject *cap = PyCapsule_New(*slot, "evolog.buffer", owned_free);
+    if (!cap) return NULL;
+    *slot = NULL;
+    return Py_BuildValue("(KnN)", (unsigned long long)(uintptr_t)PyCapsule_GetPointer(cap, "evolog.buffer"), n,
+                         cap);
 }
 
 static PyObject *raw_result(const Col *c) {
@@ -326,26 +338,25 @@ static PyObject *raw_result(const Col *c) {
     return list;
 }
 
-/* None for a column no event gave a value (all null); else its buffers, as bytes. */
+/* None for a column no event gave a value (all null); else its null count and buffers. */
 static PyObject *col_result(Col *c) {
     if (c->type == T_SKIP) Py_RETURN_NONE;
     if (c->type == T_RAW) return raw_result(c);
     if (!c->valid) Py_RETURN_NONE;
     Py_ssize_t rows = c->rows, nb = (rows + 7) / 8;
     if (col_reach(c, rows) < 0) return PyErr_NoMemory();
+    PyObject *valid = owned(&c->valid, nb);
     switch (c->type) {
     case T_STR:
-        return Py_BuildValue("(nNNN)", c->nulls, bytes_of(c->valid, nb),
-                             bytes_of(c->off, 4 * (rows + 1)), bytes_of(c->data.p, c->data.len));
+        return Py_BuildValue("(nNNN)", c->nulls, valid, owned(&c->off, 4 * (rows + 1)),
+                             owned(&c->data.p, c->data.len));
     case T_INT: case T_FLOAT:
-        return Py_BuildValue("(nNN)", c->nulls, bytes_of(c->valid, nb),
-                             bytes_of(c->fixed, 8 * rows));
+        return Py_BuildValue("(nNN)", c->nulls, valid, owned(&c->fixed, 8 * rows));
     case T_BOOL:
-        return Py_BuildValue("(nNN)", c->nulls, bytes_of(c->valid, nb), bytes_of(c->bits, nb));
+        return Py_BuildValue("(nNN)", c->nulls, valid, owned(&c->bits, nb));
     default: /* T_LIST */
-        return Py_BuildValue("(nNNNN)", c->nulls, bytes_of(c->valid, nb),
-                             bytes_of(c->off, 4 * (rows + 1)),
-                             bytes_of(c->items.p, c->items.len), bytes_of(c->data.p, c->data.len));
+        return Py_BuildValue("(nNNNN)", c->nulls, valid, owned(&c->off, 4 * (rows + 1)),
+                             owned(&c->items.p, c->items.len), owned(&c->data.p, c->data.len));
     }
 }
 
