@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import NamedTuple
 
 import msgspec
@@ -33,7 +34,11 @@ from ._segments import SegmentWriter, read_segment, write_segment
 from ._store import Paths
 from ._writer import Writer
 
-SEAL_CHUNK_ROWS = 256 * 1024
+#: Rows per sealed segment: one row group each. A segment is finished on its own thread while
+#: the next one is converted, so two segments' Parquet encoding use both cores; with two row
+#: groups per segment the second group could only start once the first was written.
+SEAL_CHUNK_ROWS = 128 * 1024
+IN_FLIGHT = 2
 #: Events converted at a time. Small enough that a group's column buffers (or, on the
 #: Python way, its decoded objects) stay in the CPU caches and reuse the memory the previous
 #: group freed: decoding a whole WAL at once sealed at half the speed (121k against 247k
@@ -102,6 +107,7 @@ def _seal_files(
     infos: list[SegmentInfo] = []
     rows = 0
     segment: SegmentWriter | None = None
+    finishing: list[tuple[SegmentWriter, Future[SegmentInfo]]] = []
     try:
         for group in _frame_groups(frames, sealed_seq):
             skip = max(0, sealed_seq + 1 - group[0].seq)
@@ -111,14 +117,19 @@ def _seal_files(
             segment.write(bodies_to_table(bodies, skip, count, group[0].seq + skip))
             rows += count
             if segment.rows >= SEAL_CHUNK_ROWS:
-                infos.append(segment.finish())
+                # Finished on its own thread while the next segment is converted; at most
+                # IN_FLIGHT at a time bounds the memory and threads a long WAL can take.
+                finishing.append((segment, segment.finish_async()))
                 segment = None
+                if len(finishing) >= IN_FLIGHT:
+                    infos.append(finishing.pop(0)[1].result())
         if segment is not None:
-            infos.append(segment.finish())
+            finishing.append((segment, segment.finish_async()))
             segment = None
+        infos.extend(done.result() for _, done in finishing)
     finally:
-        if segment is not None:
-            segment.abort()
+        for writer in [s for s, _ in finishing] + ([segment] if segment else []):
+            writer.abort()  # a finished segment: only its thread ends
     return infos, rows
 
 

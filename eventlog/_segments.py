@@ -93,11 +93,15 @@ class SegmentWriter:
             self._buffered = whole.num_rows - ROW_GROUP_ROWS
             self._submit(whole.slice(0, ROW_GROUP_ROWS))
 
-    def _submit(self, table: pa.Table) -> None:
+    def _executor(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="evolog-segment")
+        return self._pool
+
+    def _submit(self, table: pa.Table) -> None:
+        pool = self._executor()
         self._wait()
-        self._pending = self._pool.submit(self._write_group, table)
+        self._pending = pool.submit(self._write_group, table)
 
     def _wait(self) -> None:
         if self._pending is not None:
@@ -121,13 +125,27 @@ class SegmentWriter:
 
     def finish(self) -> SegmentInfo:
         """Write what is left, fsync, and give the segment its final name."""
+        try:
+            return self.finish_async().result()
+        finally:
+            self._shutdown()
+
+    def finish_async(self) -> Future[SegmentInfo]:
+        """:meth:`finish` on this segment's thread, after its pending row group: the caller
+        can go on converting the next segment meanwhile (then :meth:`abort` it, which only
+        ends the thread once the segment is finished)."""
         if self._rows == 0:
             raise ValueError("a segment needs at least one row")
-        self._wait()
-        self._shutdown()
-        if self._buffered:
-            self._write_group(pa.concat_tables(self._buffer))
-            self._buffer, self._buffered = [], 0
+        rest = pa.concat_tables(self._buffer) if self._buffered else None
+        self._buffer, self._buffered = [], 0
+        pending, self._pending = self._pending, None
+        return self._executor().submit(self._complete, pending, rest)
+
+    def _complete(self, pending: Future[None] | None, rest: pa.Table | None) -> SegmentInfo:
+        if pending is not None:
+            pending.result()  # the pool ran it before this task: re-raise what it hit
+        if rest is not None:
+            self._write_group(rest)
         assert self._writer is not None
         self._writer.close()
         self._writer = None
@@ -160,7 +178,7 @@ class SegmentWriter:
         back now, not after the garbage grace period)."""
         with contextlib.suppress(Exception):
             self._wait()
-        self._shutdown()
+        self._shutdown()  # waits for a completion under way, too
         if self._writer is not None:
             with contextlib.suppress(Exception):
                 self._writer.close()
