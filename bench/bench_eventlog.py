@@ -127,6 +127,29 @@ def group_commit(tmp: Path, n: int, rounds: int) -> None:
     )
 
 
+def index_inserts(tmp: Path, n: int, rounds: int) -> None:
+    """The id index's slot inserts in C against the Python loop they replace."""
+    from eventlog import _idindex
+    from eventlog._ids import new_ids
+
+    native = _idindex._native_insert
+    got: dict[str, list[float]] = {"C": [], "Python": []}
+    for r in range(rounds):
+        for label in got:
+            index = _idindex.IdIndex(str(tmp / f"index-{label}-{r}"))
+            items = [(eid, seq) for seq, eid in enumerate(new_ids(n), 1)]
+            _idindex._native_insert = native if label == "C" else None
+            t = time.perf_counter()
+            index.insert_many(items)
+            got[label].append((time.perf_counter() - t) / n * 1e6)
+            _idindex._native_insert = native
+            index.close()
+    print(
+        f"id index inserts, {rounds} rounds of {n} ids: C {_spread(got['C'], '{:.2f}')} us/id, "
+        f"Python {_spread(got['Python'], '{:.2f}')} us/id (key hashing included)"
+    )
+
+
 def _demo_events(n: int, strip_ids: bool = False) -> list[eventlog.Event]:
     """``n`` events of the demo's mix (several simulated lives), ids kept or left to the log."""
     import msgspec
@@ -240,6 +263,7 @@ def main() -> None:
         cold_append(tmp, 5 if q else 21, [0, 10_000] if q else [0, 10_000, 100_000])
         durable_appends(tmp, 500 if q else 2000, 3 if q else 7)
         group_commit(tmp, 20_000 if q else 200_000, 3 if q else 5)
+        index_inserts(tmp, 20_000 if q else 40_000, 3 if q else 5)
         sealing(tmp, 20_000 if q else 200_000)
         sealing_fresh(tmp, 20_000 if q else 200_000, 3 if q else 5)
         replay_arrow(tmp, 100_000 if q else 1_000_000)
