@@ -1,11 +1,13 @@
-"""Where sealing's time goes, and what a native decoder would buy: four ways from WAL
-bodies to one zstd Parquet file, on the same demo-mix events.
+"""Where sealing's time goes: five ways from WAL bodies to one zstd Parquet file, on the
+same demo-mix events.
 
     python bench/bench_seal_paths.py            # 2e5 events, 4 rounds per path
     python bench/bench_seal_paths.py --quick    # 2e4 events, 2 rounds
 
-``structs`` is what a seal does today (msgpack bodies decoded into event Structs 16k at a
-time, converted to Arrow in Python). The others hand the parsing to C++: ``transcode``
+``native`` is what a seal does today (eventlog/_native.c walks the msgpack bodies 16k at a
+time into Arrow buffers); ``structs`` is its Python way, which a seal takes for bodies the
+converter refuses or when it was not built (msgspec decodes event Structs, converted to
+Arrow in Python). The others hand the parsing to C++: ``transcode``
 re-encodes the decoded Structs as JSON lines for DuckDB's ``read_ndjson``; ``json-duckdb``
 and ``json-pyarrow`` start from JSON lines, as if the WAL bodies were stored as JSON.
 Each path runs in a fresh process (its first round pays what a process pays for its first
@@ -25,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-PATHS = ("structs", "transcode", "json-duckdb", "json-pyarrow")
+PATHS = ("native", "structs", "transcode", "json-duckdb", "json-pyarrow")
 GROUP = 16 * 1024
 
 
@@ -140,6 +142,15 @@ def _round(path: str, events: list[Any], tmp: Path) -> tuple[float, Any]:
             first += len(decoded)
             tables.append(events_to_table(decoded))
         table = pa.concat_tables(tables)
+    elif path == "native":
+        from eventlog._bodies import bodies_to_table
+
+        header = len(array_header(1))
+        tables, first = [], 1
+        for data, group in zip(msgpack, groups, strict=True):
+            tables.append(bodies_to_table([memoryview(data)[header:]], 0, len(group), first))
+            first += len(group)
+        table = pa.concat_tables(tables)
     elif path == "json-pyarrow":
         import io
 
@@ -169,7 +180,7 @@ def _round(path: str, events: list[Any], tmp: Path) -> tuple[float, Any]:
             "format='newline_delimited')"
         )
         table = rel.to_arrow_table()
-    if path != "structs":
+    if path not in ("structs", "native"):
         table = _to_schema(table)
     pq.write_table(table, tmp / "seg.parquet", compression="zstd", compression_level=1)
     return time.perf_counter() - start, table
