@@ -102,12 +102,6 @@ class Writer:
             self._next_seq, self._size, repair = _wal.check_tail(path, self._fd, size, self._base)
             if repair is not None:
                 self._report(repair)
-
-    def _sync_index(self) -> IdIndex:
-        """The id index, brought up to the log: every seq up to the head is in it except
-        this writer's lag. Done when the index is needed (a lookup, inserting the lag), not
-        on every append: an append of a minted id never reads it, and under ``always`` each
-        syscall saved on the append path is paid for twice after the fdatasync."""
         if self._index is not None and not self._index.is_current():
             self._index.close()  # deleted or replaced by another process: map the new one
             self._index = None
@@ -123,7 +117,6 @@ class Writer:
             # Missing ids that are not just our own lag: read them from the log.
             self._lag.clear()
             catch_up(self.paths, index, self._next_seq - 1)
-        return index
 
     def _only_own_lag_missing(self, covered: int) -> bool:
         """Whether the index lacks exactly the ids of this writer's lag, nothing else."""
@@ -221,7 +214,7 @@ class Writer:
         if len(prepared) == 1 and prepared[0].fresh:  # the common single append
             event, body, _ = prepared[0]
             return [Receipt(seq, event.id, False)], [(seq, body, event.id)]
-        index = self._sync_index()
+        index = self._index_open()
         receipts: list[Receipt] = []
         items: list[tuple[int, bytes, str]] = []
         local: dict[str, int] = {}
@@ -271,12 +264,12 @@ class Writer:
 
     def _flush_lag(self) -> None:
         """Insert the lagging ids; the caller holds the lock and has just synced."""
-        index = self._sync_index()  # drops the lag if another writer caught it up
         if not self._lag:
             return
         items = list(self._lag.items())
         last = items[-1][1]
         self._lag.clear()
+        index = self._index_open()
         try:
             index.insert_many(items)
         except OSError:
@@ -289,7 +282,7 @@ class Writer:
     def _flush_lag_locked(self) -> None:
         if self._lag:
             with self._lock.held():
-                self._sync()
+                self._sync()  # drops the lag if another writer caught it up meanwhile
                 self._flush_lag()
 
     # -- group commit ------------------------------------------------------------------
@@ -361,7 +354,7 @@ class Writer:
         with self._mutex, self._lock.held():
             self._sync()
             self._flush_lag()
-            self._index_open().sync(seq)  # _flush_lag brought it up to the log
+            self._index_open().sync(seq)
 
     def wal_size(self) -> int:
         return max(self._size, 0)
