@@ -176,9 +176,8 @@ def sealing(tmp: Path, n: int) -> None:
     for label, strip_ids in (("demo ids", False), ("generated ids", True)):
         store = tmp / f"seal-{label.replace(' ', '-')}"
         events = _demo_events(n, strip_ids)
-        with EventLog(store, create=True, durability="none", auto_seal="off") as log:
-            for i in range(0, n, 10_000):
-                log.append_many(events[i : i + 10_000])
+        fill_store(store, events)
+        with EventLog(store, durability="none", auto_seal="off") as log:
             t = time.perf_counter()
             res = log.seal()
             dt = time.perf_counter() - t
@@ -191,9 +190,17 @@ def sealing(tmp: Path, n: int) -> None:
         )
 
 
+def fill_store(store: Path, events: list[eventlog.Event]) -> None:
+    """A new store holding ``events`` in its WAL, appended 10k at a time without fsync."""
+    with EventLog(store, create=True, durability="none", auto_seal="off") as log:
+        for i in range(0, len(events), 10_000):
+            log.append_many(events[i : i + 10_000])
+
+
 _FRESH_SEAL = """
 import sys, time
-import eventlog._seal  # the Parquet machinery, timed apart like above
+import eventlog._seal, eventlog._segments  # the Parquet machinery, timed apart
+{setup}
 from eventlog import EventLog
 with EventLog(sys.argv[1]) as log:
     t = time.perf_counter()
@@ -202,19 +209,21 @@ with EventLog(sys.argv[1]) as log:
 """
 
 
+def fresh_seal_rate(store: Path, setup: str = "") -> float:
+    """Events/s of sealing ``store`` in a process of its own (``setup``: a line run first)."""
+    code = _FRESH_SEAL.format(setup=setup)
+    out = subprocess.run([sys.executable, "-c", code, str(store)], check=True, capture_output=True)
+    return float(out.stdout)
+
+
 def sealing_fresh(tmp: Path, n: int, runs: int) -> None:
     """Seal in a process of its own, as `evolog seal` and an auto-seal do."""
     events = _demo_events(n)
     rates = []
     for i in range(runs):
         store = tmp / f"seal-fresh-{i}"
-        with EventLog(store, create=True, durability="none", auto_seal="off") as log:
-            for j in range(0, n, 10_000):
-                log.append_many(events[j : j + 10_000])
-        out = subprocess.run(
-            [sys.executable, "-c", _FRESH_SEAL, str(store)], check=True, capture_output=True
-        )
-        rates.append(float(out.stdout))
+        fill_store(store, events)
+        rates.append(fresh_seal_rate(store))
     print(
         f"seal {n} demo-mix events in a fresh process: median {statistics.median(rates):9.0f} "
         f"events/s over {runs} runs (min {min(rates):.0f}, max {max(rates):.0f}; "

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from bench_eventlog import _demo_events
+from bench_eventlog import _demo_events, fill_store, fresh_seal_rate
 
-from eventlog import EventLog, _codec
+from eventlog import Event, _codec
 from eventlog._bodies import bodies_to_table
 from eventlog._segments import DELTA_ENCODED
 
@@ -73,24 +73,10 @@ for base, path in files:
 print(time.perf_counter() - t)
 """
 
-_SEAL = """
-import sys, time
-import eventlog._seal, eventlog._segments
-eventlog._segments.ROW_GROUP_ROWS = {rows}
-from eventlog import EventLog
-with EventLog(sys.argv[1]) as log:
-    t = time.perf_counter()
-    n = log.seal().rows
-print(n / (time.perf_counter() - t))
-"""
 
-
-def _store(tmp: Path, name: str, events: list) -> Path:  # type: ignore[type-arg]
-    store = tmp / name
-    with EventLog(store, create=True, durability="none", auto_seal="off") as log:
-        for i in range(0, len(events), 10_000):
-            log.append_many(events[i : i + 10_000])
-    return store
+def _store(tmp: Path, name: str, events: list[Event]) -> Path:
+    fill_store(tmp / name, events)
+    return tmp / name
 
 
 def _run(code: str, store: Path) -> float:
@@ -116,7 +102,9 @@ def row_groups(tmp: Path, n: int, runs: int) -> None:
     got: dict[int, list[float]] = {64 * 1024: [], 128 * 1024: []}
     for r in range(runs):
         for rows in got:
-            got[rows].append(_run(_SEAL.format(rows=rows), _store(tmp, f"rg-{rows}-{r}", events)))
+            store = _store(tmp, f"rg-{rows}-{r}", events)
+            setup = f"eventlog._segments.ROW_GROUP_ROWS = {rows}"
+            got[rows].append(fresh_seal_rate(store, setup))
     print(
         f"fresh-process seal of {n} events, median of {runs}: "
         + ", ".join(

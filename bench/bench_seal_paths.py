@@ -31,17 +31,6 @@ PATHS = ("native", "structs", "transcode", "json-duckdb", "json-pyarrow")
 GROUP = 16 * 1024
 
 
-def _events(n: int) -> list[Any]:
-    from evolog._demo import simulate
-
-    events: list[Any] = []
-    seed = 0
-    while len(events) < n:
-        events.extend(e for batch in simulate(500, seed=seed) for e in batch)
-        seed += 1
-    return events[:n]  # seq 0, as a WAL body holds them: the frame header carries seqs
-
-
 def _duck_type(t: Any) -> str:
     import pyarrow as pa
 
@@ -192,8 +181,9 @@ def _transcode(decoded: list[Any]) -> bytes:
 
 def child(path: str, n: int, rounds: int) -> None:
     import pyarrow.parquet  # noqa: F401  the one-time import is not part of a seal
+    from bench_eventlog import _demo_events
 
-    events = _events(n)
+    events = _demo_events(n)  # seq 0, as a WAL body holds them: the frame header carries seqs
     times = []
     with tempfile.TemporaryDirectory() as d:
         for _ in range(rounds):
