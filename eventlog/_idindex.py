@@ -28,11 +28,13 @@ import struct
 from _blake2 import blake2b
 from collections.abc import Callable
 
-_native_insert: Callable[[mmap.mmap, int, int, list[tuple[bytes, int]]], int] | None
-try:  # the same slot insert in C, when the extension was built (a small library to load)
+_native_insert: Callable[[mmap.mmap, int, int, list[tuple[bytes | str, int]]], int] | None
+_native_key: Callable[[str], bytes] | None
+try:  # slot inserts and keys in C, when the extension was built (a small library to load)
     from ._native import index_insert as _native_insert
+    from ._native import index_key as _native_key
 except ImportError:
-    _native_insert = None
+    _native_insert = _native_key = None
 
 MAGIC = b"EVLIDX01"
 # magic, ntables, covered_seq, synced_seq, boot_id(16), count (per table)
@@ -49,7 +51,9 @@ _ZERO_SEQ = b"\0" * 8
 
 
 def key_of(event_id: str) -> bytes:
-    """The 16-byte index key of an id."""
+    """The 16-byte index key of an id: BLAKE2b-128 of its UTF-8."""
+    if _native_key is not None:
+        return _native_key(event_id)
     return blake2b(event_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -132,12 +136,13 @@ class _Table:
                 return
             i = (i + 1) & self.mask
 
-    def insert_many(self, items: list[tuple[bytes, int]]) -> None:
-        """:meth:`insert` for many keys, the header's count written once."""
+    def insert_many(self, items: list[tuple[str, int]] | list[tuple[bytes, int]]) -> None:
+        """:meth:`insert` for many ``(key, seq)`` pairs (keys are ids when the C insert
+        is there to hash them), the header's count written once."""
         if _native_insert is not None:
-            added = _native_insert(self.mm, HEADER_SIZE, self.mask, items)
+            added = _native_insert(self.mm, HEADER_SIZE, self.mask, items)  # type: ignore[arg-type]
         else:
-            added = self._insert_many(items)
+            added = self._insert_many(items)  # type: ignore[arg-type]
         struct.pack_into("<Q", self.mm, _COUNT_AT, self.count + added)
 
     def _insert_many(self, items: list[tuple[bytes, int]]) -> int:
@@ -232,11 +237,13 @@ class IdIndex:
                 return seq
             if seq:
                 break
-        # A miss is inserted next (an append looks ids up, then inserts the new ones): keep
-        # its hash. The bound only guards against callers that look up without inserting.
-        if len(self._keys) > 1 << 17:
-            self._keys.clear()
-        self._keys[event_id] = key
+        if _native_insert is None:
+            # A miss is inserted next (an append looks ids up, then inserts the new ones):
+            # keep its hash. The bound only guards against callers that look up without
+            # inserting. (The C insert hashes ids itself, faster than this dict.)
+            if len(self._keys) > 1 << 17:
+                self._keys.clear()
+            self._keys[event_id] = key
         return 0
 
     def insert_many(self, items: list[tuple[str, int]]) -> None:
@@ -252,8 +259,11 @@ class IdIndex:
                 pos += 1
                 continue
             chunk = items[pos : pos + room]
-            pop = keys.pop
-            table.insert_many([(pop(e, b"") or key_of(e), s) for e, s in chunk])
+            if _native_insert is None:
+                pop = keys.pop
+                table.insert_many([(pop(e, b"") or key_of(e), s) for e, s in chunk])
+            else:
+                table.insert_many(chunk)
             pos += len(chunk)
 
     def insert(self, event_id: str, seq: int) -> None:

@@ -14,13 +14,19 @@ import time
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _RANDOM_BITS = 80
 _RANDOM_MASK = (1 << _RANDOM_BITS) - 1
+_LOW_BITS = 30  # the last six characters; the first 20 encode the milliseconds and the rest
+_LOW_MASK = (1 << _LOW_BITS) - 1
 
 
 class _State:
+    """The counter as (hi, low), so that the common step is small-int arithmetic."""
+
     last_ms = -1
-    counter = 0
-    prefix_of = -1  # (ms << 50) | (counter >> 30) that ``prefix`` encodes
-    prefix = ""
+    hi = 0  # counter >> 30
+    low = 0  # counter & (2**30 - 1)
+    prefix = ""  # the first 20 characters, for (last_ms, hi)
+    mid = ""  # the first 24 characters, for (last_ms, hi, low >> 10)
+    mid_of = -1  # the low >> 10 that ``mid`` encodes
 
 
 _state = _State()
@@ -35,26 +41,39 @@ def _encode(value: int) -> str:
     return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -1, -10)])
 
 
+def _set(ms: int, counter: int) -> None:
+    """Make ``counter`` (of millisecond ``ms``) the last one used; the caller holds _lock."""
+    counter &= _RANDOM_MASK
+    _state.last_ms = ms
+    _state.hi, _state.low = counter >> _LOW_BITS, counter & _LOW_MASK
+    _state.prefix = _encode((ms << _RANDOM_BITS) | counter)[:20]
+    _state.mid_of = -1
+
+
+def _random_start() -> int:
+    # Leave headroom below the top so counting up never overflows the 80 bits.
+    return int.from_bytes(os.urandom(10), "big") >> 1
+
+
 def new_id(now_ms: int | None = None) -> str:
     """Return a new id that sorts after every id this process made before."""
     ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     with _lock:
         if ms > _state.last_ms:
-            _state.last_ms = ms
-            # Leave headroom below the top so counting up never overflows the 80 bits.
-            _state.counter = int.from_bytes(os.urandom(10), "big") >> 1
+            _set(ms, _random_start())
+            low = _state.low
         else:
-            ms = _state.last_ms
-            _state.counter = (_state.counter + 1) & _RANDOM_MASK
-        c = _state.counter
-        # Ids minted in one millisecond share their first 20 characters: encode them once.
-        high = (ms << 50) | (c >> 30)
-        if high != _state.prefix_of:
-            _state.prefix_of = high
-            _state.prefix = _encode((ms << _RANDOM_BITS) | c)[:20]
-        return (
-            _state.prefix + _PAIRS[(c >> 20) & 1023] + _PAIRS[(c >> 10) & 1023] + _PAIRS[c & 1023]
-        )
+            low = _state.low + 1
+            if low > _LOW_MASK:  # carries into the first 20 characters
+                _set(_state.last_ms, (_state.hi + 1) << _LOW_BITS)
+                low = 0
+            else:
+                _state.low = low
+        # Ids minted in one millisecond share their first 24 characters, 1024 at a time.
+        if low >> 10 != _state.mid_of:
+            _state.mid_of = low >> 10
+            _state.mid = _state.prefix + _PAIRS[low >> 20] + _PAIRS[(low >> 10) & 1023]
+        return _state.mid + _PAIRS[low & 1023]
 
 
 def new_ids(n: int, now_ms: int | None = None) -> list[str]:
@@ -62,12 +81,11 @@ def new_ids(n: int, now_ms: int | None = None) -> list[str]:
     ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     with _lock:
         if ms > _state.last_ms:
-            _state.last_ms = ms
-            first = int.from_bytes(os.urandom(10), "big") >> 1
+            first = _random_start()
         else:
             ms = _state.last_ms
-            first = _state.counter + 1
-        _state.counter = (first + n - 1) & _RANDOM_MASK
+            first = ((_state.hi << _LOW_BITS) | _state.low) + 1
+        _set(ms, first + n - 1)
     # Consecutive counters share all but their last 30 bits: encode the 20-character
     # prefix once per run and only the last six characters per id.
     out: list[str] = []

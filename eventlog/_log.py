@@ -73,8 +73,9 @@ class EventLog:
     # -- writing -----------------------------------------------------------------------
     def append(self, event: Event) -> int:
         """Append one event; return its seq (the original seq if its id was seen before)."""
-        seq = self._writer.append_one(event).seq
-        self._maybe_seal()
+        seq = self._writer.append_seq(event)
+        if self.auto_seal != "off" and self._writer.wal_size() >= self.seal_threshold_bytes:
+            self._maybe_seal()
         return seq
 
     def append_many(self, events: Iterable[Event]) -> list[int]:
@@ -94,7 +95,8 @@ class EventLog:
         return receipts
 
     def flush(self) -> None:
-        """Make group-committed appends durable now."""
+        """Make group-committed appends durable now (and raise the error of a timed group
+        commit that failed since the last call, if one did)."""
         self._writer.flush()
 
     def _maybe_seal(self) -> None:

@@ -1,4 +1,5 @@
-# The C seal converter (eventlog/_native.c); used through eventlog._bodies only.
+# The C extension (eventlog/_native.c): the seal converter (used through eventlog._bodies)
+# and the id index's keys and slot inserts (used through eventlog._idindex).
 from typing import Any
 
 def make_plan(
@@ -11,5 +12,6 @@ def convert(
     plan: object, bodies: list[bytes | memoryview], skip: int, count: int, /
 ) -> list[Any]: ...
 def index_insert(
-    table: object, header_size: int, mask: int, items: list[tuple[bytes, int]], /
+    table: object, header_size: int, mask: int, items: list[tuple[bytes | str, int]], /
 ) -> int: ...
+def index_key(event_id: str, /) -> bytes: ...

@@ -7,9 +7,12 @@ never import pyarrow, duckdb, usearch or anthropic.
 from __future__ import annotations
 
 import contextlib
+import functools
+import gc
 import os
 import threading
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from operator import itemgetter
 from typing import Literal, NamedTuple
 
@@ -21,6 +24,7 @@ from ._codec import now_us
 from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
 from ._files import FileLock, storage_error, write_all
+from ._group import GroupCommit
 from ._idindex import IdIndex, store_stamp
 from ._idsync import catch_up
 from ._manifest import FileCommitter
@@ -32,8 +36,9 @@ Durability = Literal["always", "batch", "none"]
 LAG_EVENTS = 64
 
 
-# Fields of the buffered (seq, body, id) items, read in C rather than in a comprehension.
-_SEQ, _BODY, _ID = itemgetter(0), itemgetter(1), itemgetter(2)
+# Fields of the buffered (seq, body, id) items, read in C rather than in a comprehension
+# (and of Prepared tuples: event, body, fresh).
+_SEQ, _BODY, _ID, _FRESH = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(2)
 
 
 class Receipt(NamedTuple):
@@ -44,7 +49,11 @@ class Receipt(NamedTuple):
     duplicate: bool
 
 
-class Writer:
+# A Receipt from a (seq, id, duplicate) tuple at half the cost of calling the class.
+_receipt = functools.partial(tuple.__new__, Receipt)
+
+
+class Writer(GroupCommit):
     """Appends to one store; safe across threads and processes."""
 
     def __init__(
@@ -77,8 +86,8 @@ class Writer:
         # Ids this writer appended but has not inserted into the id index yet, id -> seq
         # in seq order (consecutive seqs); covered_seq stays behind them until they are.
         self._lag: dict[str, int] = {}
-        self._timer: threading.Timer | None = None
         self._closed = False
+        self._group_init()
         self.repairs: list[_wal.Repair] = []
 
     # -- lock-held state -------------------------------------------------------------
@@ -171,28 +180,49 @@ class Writer:
     ) -> list[Receipt]:
         """Append events atomically (all or none); duplicates by id are not written."""
         batch = events if isinstance(events, (list, tuple)) else list(events)
-        prepared = prepare_many(batch, now_us(), where, validated)
-        return self._commit(prepared) if prepared else []
+        if len(batch) < 64:
+            prepared = prepare_many(batch, now_us(), where, validated)
+            return self._commit(prepared) if prepared else []
+        # A batch makes thousands of short-lived objects, none in a cycle; left on, the
+        # cyclic GC walks them several times per batch (a fifth of the batch's time).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._commit(prepare_many(batch, now_us(), where, validated))
+        finally:
+            if enabled:
+                gc.enable()
 
     def append_one(self, event: Event, where: str = "", validated: bool = False) -> Receipt:
         """Append one event: :meth:`append_many` of one, without the batch machinery."""
         prepared = prepare_one(event, now_us(), where, validated)
-        if prepared.fresh and self._held:
+        if prepared[2] and self._held:
             with self._mutex:
                 if self._held and not self._closed:  # group commit under way: add to it
-                    return self._buffer_fresh(prepared)
+                    return _receipt((self._buffer_fresh(prepared), prepared[0].id, False))
         return self._commit([prepared])[0]
 
-    def _buffer_fresh(self, prepared: Prepared) -> Receipt:
+    def append_seq(self, event: Event) -> int:
+        """:meth:`append_one`'s seq alone (``EventLog.append``: no Receipt to build)."""
+        prepared = prepare_one(event, now_us())
+        if prepared[2] and self._held:
+            with self._mutex:
+                if self._held and not self._closed:
+                    return self._buffer_fresh(prepared)
+        return self._commit([prepared])[0].seq
+
+    def _buffer_fresh(self, prepared: Prepared) -> int:
         # Group commit's common case, one event with a minted id, kept to the bone: at
         # 200k appends/s every list and call on this path is a measurable share.
-        eid = prepared.event.id
+        if self._failed is not None:
+            self._raise_failed()
+        eid = prepared[0].id
         seq = self._next_seq + len(self._buffer)
-        self._buffer.append((seq, prepared.body, eid))
+        self._buffer.append((seq, prepared[1], eid))
         self._pending[eid] = seq
         if len(self._buffer) >= self.group_size:
-            self._flush_locked()
-        return Receipt(seq, eid, False)
+            self._write_group()
+        return seq
 
     def _commit(self, prepared: list[Prepared]) -> list[Receipt]:
         with self._mutex:
@@ -211,18 +241,20 @@ class Writer:
         self, prepared: Sequence[Prepared]
     ) -> tuple[list[Receipt], list[tuple[int, bytes, str]]]:
         seq = self._next_seq + len(self._buffer)
-        if len(prepared) == 1 and prepared[0].fresh:  # the common single append
-            event, body, _ = prepared[0]
-            return [Receipt(seq, event.id, False)], [(seq, body, event.id)]
+        if all(map(_FRESH, prepared)):  # minted ids (most appends): nothing to look up
+            ids = [p[0].id for p in prepared]
+            seqs = range(seq, seq + len(ids))
+            receipts = list(map(_receipt, zip(seqs, ids, repeat(False))))
+            return receipts, list(zip(seqs, map(_BODY, prepared), ids, strict=True))
         index = self._index_open()
-        receipts: list[Receipt] = []
+        receipts = []
         items: list[tuple[int, bytes, str]] = []
         local: dict[str, int] = {}
         for event, body, fresh in prepared:
             eid = event.id
             if fresh:  # minted by this append: no need to look it up
                 items.append((seq, body, eid))
-                receipts.append(Receipt(seq, eid, False))
+                receipts.append(_receipt((seq, eid, False)))
                 seq += 1
                 continue
             found = (
@@ -232,11 +264,11 @@ class Writer:
                 or index.lookup(eid, seq)
             )
             if found:
-                receipts.append(Receipt(found, eid, True))
+                receipts.append(_receipt((found, eid, True)))
                 continue
             local[eid] = seq
             items.append((seq, body, eid))
-            receipts.append(Receipt(seq, eid, False))
+            receipts.append(_receipt((seq, eid, False)))
             seq += 1
         return receipts, items
 
@@ -285,54 +317,6 @@ class Writer:
                 self._sync()  # drops the lag if another writer caught it up meanwhile
                 self._flush_lag()
 
-    # -- group commit ------------------------------------------------------------------
-    def _append_batched(self, prepared: Sequence[Prepared]) -> list[Receipt]:
-        if not self._held:
-            self._lock.acquire()
-            self._held = True
-            try:
-                self._sync()
-            except BaseException:
-                self._release()
-                raise
-        receipts, items = self._assign(prepared)
-        self._buffer.extend(items)
-        for seq, _, eid in items:
-            self._pending[eid] = seq
-        if len(self._buffer) >= self.group_size:
-            self._flush_locked()
-        elif self._timer is None:
-            self._timer = threading.Timer(self.group_ms / 1000, self.flush)
-            self._timer.daemon = True
-            self._timer.start()
-        return receipts
-
-    def flush(self) -> None:
-        """Write and fsync what group commit has buffered; release the write lock."""
-        with self._mutex:
-            self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self._held:
-            return
-        try:
-            if self._buffer:
-                items = self._buffer
-                self._buffer = []
-                self._pending.clear()
-                self._write(items, fsync=True)
-        finally:
-            self._release()
-
-    def _release(self) -> None:
-        self._buffer.clear()
-        self._pending.clear()
-        self._held = False
-        self._lock.release()
-
     # -- rotation (for sealing) --------------------------------------------------------
     def rotate(self) -> int:
         """Start a new active WAL file; return the first seq it will hold."""
@@ -373,3 +357,5 @@ class Writer:
             if self._index is not None:
                 self._index.close()
             self._lock.close()
+        self._stop_syncer()
+        self._raise_failed()  # a timed group commit that failed since the last call

@@ -7,9 +7,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from _eventlog_util import REPO, read_log
 
-from eventlog import EventLog, Note
+from eventlog import EventLog, Note, _group
 
 _IDS = (
     "import sys; from eventlog import EventLog\n"
@@ -140,3 +141,51 @@ def test_batch_appends_of_events_without_ids(store: Path) -> None:
     assert [(e.seq, e.text) for e in events] == [(i, str(i - 1)) for i in range(1, 7)]  # type: ignore[attr-defined]
     assert events[4].id == buffered.id
     assert len({e.id for e in events}) == 6
+
+
+_FAILING_GROUP = """
+import resource, signal, sys, time
+from eventlog import EventLog, Note, StorageError
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+log = EventLog(sys.argv[1], create=True, durability="batch", group_ms=20, group_size=10_000)
+log.append(Note(id="first"))  # the WAL and the id index are made before the limit
+log.flush()
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, resource.RLIM_INFINITY))
+print("acked", [log.append(Note(text="x" * 2000)) for _ in range(20)])
+time.sleep(0.5)  # the group is due: the syncer thread's write fails (40 kB > 20 kB)
+try:
+    log.{report}
+except StorageError as exc:
+    print("raised", exc)
+print("then", log.append(Note(id="next")))
+log.close()
+"""
+
+
+def test_a_timed_group_commit_that_failed_is_raised_by_the_next_call(tmp_path: Path) -> None:
+    """A group flushed by the timer on the syncer thread hits a full disk: the next append
+    raises before taking its event (a retry cannot duplicate it), flush() raises the same
+    way, the error is raised once, and the log holds only what was written."""
+    for report in ('append(Note(id="refused"))', "flush()"):
+        store = tmp_path / report[:5]
+        out = other_process(_FAILING_GROUP.format(report=report), str(store)).splitlines()
+        assert out[0] == f"acked {list(range(2, 22))}"
+        assert out[1].startswith("raised ") and "disk is full" in out[1], out
+        assert out[2] == "then 2", "the lost group's seqs are free again"
+        assert [(e.seq, e.id) for e in read_log(store)] == [(1, "first"), (2, "next")]
+
+
+def test_the_group_commit_thread_ends_when_idle(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_group, "IDLE_EXIT_S", 0.05)
+    with EventLog(store, create=True, durability="batch", group_ms=10) as log:
+        log.append(Note(id="a"))
+        syncer = log._writer._syncer
+        assert syncer is not None and syncer.is_alive()
+        syncer.join(timeout=5)
+        assert not syncer.is_alive() and log._writer._syncer is None
+        assert ids_seen_elsewhere(store) == ["a"], "flushed by the timer before it ended"
+        log.append(Note(id="b"))  # a new group starts a new thread
+        assert log._writer._syncer is not None and log._writer._syncer is not syncer
+    assert [e.id for e in read_log(store)] == ["a", "b"]

@@ -7,21 +7,37 @@ from hypothesis import strategies as st
 
 from eventlog import _ids
 
-ALPHABET = set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ALPHABET = set(CROCKFORD)
 
 
 @given(st.integers(1, 3000), st.integers(0, (1 << 30) - 1), st.integers(1, 2**40))
 @settings(max_examples=50)
 def test_bulk_ids_equal_ids_minted_one_by_one(n: int, low: int, ms: int) -> None:
     start = (123 << 30) | low  # some runs cross a 30-bit boundary of the counter
-    _ids._state.last_ms, _ids._state.counter = ms, start - 1
+    _ids._set(ms, start - 1)
     bulk = _ids.new_ids(n, ms)
-    _ids._state.last_ms, _ids._state.counter = ms, start - 1
+    _ids._set(ms, start - 1)
     single = [_ids.new_id(ms) for _ in range(n)]
     assert bulk == single
+    assert [_value(i) for i in bulk] == [(ms << 80) | (start + k) for k in range(n)]
     assert len(set(bulk)) == n and bulk == sorted(bulk)
     assert all(len(i) == 26 and set(i) <= ALPHABET for i in bulk)
     assert _ids.new_id(ms) > bulk[-1]  # the counter carries on after a bulk call
+
+
+def _value(event_id: str) -> int:
+    """The 130-bit number an id spells."""
+    return int("".join(format(CROCKFORD.index(c), "05b") for c in event_id), 2)
+
+
+@given(st.integers(0, 2**80 - 1), st.integers(1, 2**40), st.integers(1, 2100))
+@settings(max_examples=50)
+def test_one_by_one_ids_count_up_across_every_carry(start: int, ms: int, n: int) -> None:
+    # Near the top of the 80 bits the counter wraps to 0 within the same millisecond.
+    _ids._set(ms, start)
+    got = [_value(_ids.new_id(ms)) for _ in range(n)]
+    assert got == [(ms << 80) | ((start + k) % 2**80) for k in range(1, n + 1)]
 
 
 def test_a_new_millisecond_starts_a_new_random_run() -> None:
