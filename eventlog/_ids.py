@@ -1,8 +1,11 @@
 """Time-ordered event ids (26 Crockford base32 characters, ULID layout).
 
-48 bits of milliseconds then 80 bits that start random per process and count up within a
-millisecond. Counting up (instead of fresh randomness per id) keeps ids from one writer
-sorted and sharing long prefixes, which is what makes them compress in Parquet segments.
+48 bits of milliseconds then an 80-bit counter that starts at a random value in each
+process (and after a fork) and counts up by one per id, across milliseconds too. Counting
+up (instead of fresh randomness per id, or per millisecond as ULID's monotonic variant
+does) keeps ids from one writer sorted and sharing long prefixes, which is what makes them
+compress in Parquet segments, and spares a getrandom call per millisecond: one for every
+durable append. Two processes clash only if their random 80-bit runs overlap.
 """
 
 from __future__ import annotations
@@ -50,9 +53,12 @@ def _set(ms: int, counter: int) -> None:
     _state.mid_of = -1
 
 
-def _random_start() -> int:
-    # Leave headroom below the top so counting up never overflows the 80 bits.
-    return int.from_bytes(os.urandom(10), "big") >> 1
+def _next_counter() -> int:
+    """The counter after the last one used; a random start for a new process."""
+    if _state.last_ms < 0:
+        # Leave headroom below the top so counting up practically never wraps the 80 bits.
+        return int.from_bytes(os.urandom(10), "big") >> 1
+    return ((_state.hi << _LOW_BITS) | _state.low) + 1
 
 
 def new_id(now_ms: int | None = None) -> str:
@@ -60,7 +66,7 @@ def new_id(now_ms: int | None = None) -> str:
     ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     with _lock:
         if ms > _state.last_ms:
-            _set(ms, _random_start())
+            _set(ms, _next_counter())
             low = _state.low
         else:
             low = _state.low + 1
@@ -81,7 +87,7 @@ def new_ids(n: int, now_ms: int | None = None) -> list[str]:
     ms = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     with _lock:
         if ms > _state.last_ms:
-            first = _random_start()
+            first = _next_counter()
         else:
             ms = _state.last_ms
             first = ((_state.hi << _LOW_BITS) | _state.low) + 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,8 +42,28 @@ def test_one_by_one_ids_count_up_across_every_carry(start: int, ms: int, n: int)
     assert got == [(ms << 80) | ((start + k) % 2**80) for k in range(1, n + 1)]
 
 
-def test_a_new_millisecond_starts_a_new_random_run() -> None:
-    _ids._state.last_ms = -1
+def test_the_count_goes_on_across_milliseconds_from_a_random_start() -> None:
+    _ids._state.last_ms = -1  # as in a new process
     a = _ids.new_ids(3, 1_000)
-    b = _ids.new_ids(3, 2_000)
+    b = [_ids.new_id(2_000), *_ids.new_ids(2, 3_000)]
     assert a < b and a[0][:10] != b[0][:10]
+    counters = [_value(i) & (2**80 - 1) for i in a + b]
+    assert counters == [counters[0] + k for k in range(6)]
+    _ids._state.last_ms = -1
+    assert _value(_ids.new_id(4_000)) & (2**80 - 1) != counters[-1] + 1  # a fresh start
+
+
+def test_a_forked_child_does_not_continue_its_parents_count() -> None:
+    _ids.new_id()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report its first id and leave at once
+        os.write(write, _ids.new_id().encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 26).decode()
+    os.close(read)
+    os.close(write)
+    parent = _ids.new_id()
+    assert (_value(child) & (2**80 - 1)) != (_value(parent) & (2**80 - 1)) - 1
+    assert abs((_value(child) & (2**80 - 1)) - (_value(parent) & (2**80 - 1))) > 2**40
