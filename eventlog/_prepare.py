@@ -87,9 +87,11 @@ def prepare_one(
             checked = _decoder().decode(body)
         except msgspec.ValidationError:
             checked = _decode_one(event, body, _where(where, 0))
-        if _has_free_values(checked):
+        # _has_free_values and _envelope_ok, inlined: this is every append's path.
+        free = _FREE_CHECKS.get(type(checked))
+        if free is not None and free[0](checked) != free[1]:
             check_free_fields(checked, _where(where, 0))
-    if not _envelope_ok(checked):
+    if len(checked.id) > MAX_ID_CHARS or checked.ts < 0 or not 1 <= checked.v <= SCHEMA_VERSION:
         _check_envelope(checked, _where(where, 0))
     return checked, body, fresh  # type: ignore[return-value]
 

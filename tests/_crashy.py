@@ -8,6 +8,9 @@ Modes::
 
     append    one event per append, ids P-0, P-1, ...
     batches   append_many of 1..--batch-max events, ids P-b<batch>-of<size>-<j>
+    group     (with --durability batch) one append per event without an id, text P-0,
+              P-1, ...; flush after every 1..--batch-max, then ack them as ``seq text``
+              and pause --pause-ms
     seal      like append, sealing every --seal-every events
     compact   like seal, compacting after every seal
     fsize     like append, under RLIMIT_FSIZE=--fsize-limit with SIGXFSZ ignored (0: no
@@ -31,6 +34,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +53,8 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--text-bytes", type=int, default=64)
     p.add_argument("--durability", default="always")
     p.add_argument("--fsize-limit", type=int, default=0)
+    p.add_argument("--group-size", type=int, default=1000)
+    p.add_argument("--pause-ms", type=float, default=0, help="group: pause after each flush")
     p.add_argument("--op", default="seal")
     p.add_argument("--crash-at", type=int, default=0)
     p.add_argument("--ready", action="store_true")
@@ -95,6 +101,24 @@ def run_batches(log: EventLog, acks: Acks, a: argparse.Namespace) -> None:
         seqs = log.append_many([_note(eid, a.text_bytes) for eid in ids])
         acks.write(list(zip(seqs, ids, strict=True)))
         b += 1
+
+
+def run_group(log: EventLog, acks: Acks, a: argparse.Namespace) -> None:
+    """Group commit: events without ids (the log mints them; their text names them) one
+    append at a time, a flush after every run of 1..--batch-max, acked after the flush."""
+    import random
+
+    rnd = random.Random(a.prefix)
+    i = 0
+    while not a.count or i < a.count:
+        done = []
+        for _ in range(rnd.randint(1, a.batch_max)):
+            name = f"{a.prefix}-{i}"
+            done.append((log.append(Note(text=name)), name))
+            i += 1
+        log.flush()
+        acks.write(done)
+        time.sleep(a.pause_ms / 1000)  # an agent between steps (and a log the test can read)
 
 
 def _limit_file_size(limit: int) -> None:
@@ -184,7 +208,9 @@ def main() -> int:
         # Many row groups: the seal's background writer thread does most of the writing.
         _segments.ROW_GROUP_ROWS = _seal.DECODE_EVENTS = a.row_group_rows
     acks = Acks(a.ack)
-    with EventLog(a.store, create=True, durability=a.durability, auto_seal="off") as log:
+    with EventLog(
+        a.store, create=True, durability=a.durability, auto_seal="off", group_size=a.group_size
+    ) as log:
         if a.ready:
             print("ready", flush=True)
         if a.mode == "append":
@@ -193,6 +219,8 @@ def main() -> int:
             run_append(log, acks, a, every=a.seal_every)
         elif a.mode == "batches":
             run_batches(log, acks, a)
+        elif a.mode == "group":
+            run_group(log, acks, a)
         elif a.mode == "fsize":
             run_fsize(log, acks, a)
         elif a.mode == "fsize-seal":
