@@ -44,12 +44,27 @@ def _encode(value: int) -> str:
     return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(120, -1, -10)])
 
 
+def _encode50(value: int) -> str:
+    """Ten characters for 50 bits: the milliseconds (two zero bits on top) or ``hi``."""
+    p = _PAIRS
+    return "".join(
+        (
+            p[value >> 40 & 1023],
+            p[value >> 30 & 1023],
+            p[value >> 20 & 1023],
+            p[value >> 10 & 1023],
+            p[value & 1023],
+        )
+    )
+
+
 def _set(ms: int, counter: int) -> None:
     """Make ``counter`` (of millisecond ``ms``) the last one used; the caller holds _lock."""
     counter &= _RANDOM_MASK
     _state.last_ms = ms
     _state.hi, _state.low = counter >> _LOW_BITS, counter & _LOW_MASK
-    _state.prefix = _encode((ms << _RANDOM_BITS) | counter)[:20]
+    # The first 20 characters are the milliseconds' ten and hi's ten (which rarely changes).
+    _state.prefix = _encode50(ms) + _encode50(_state.hi)
     _state.mid_of = -1
 
 
