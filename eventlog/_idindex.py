@@ -190,7 +190,7 @@ class IdIndex:
 
     @property
     def covered_seq(self) -> int:
-        return self._header()[2]
+        return int(_SEQ.unpack_from(self._tables[0].mm, 16)[0])  # read on every append
 
     @property
     def synced_seq(self) -> int:

@@ -27,6 +27,8 @@ class _State:
     last_ms = -1
     hi = 0  # counter >> 30
     low = 0  # counter & (2**30 - 1)
+    hi_of = -1  # the hi that hi_text encodes
+    hi_text = ""
     prefix = ""  # the first 20 characters, for (last_ms, hi)
     mid = ""  # the first 24 characters, for (last_ms, hi, low >> 10)
     mid_of = -1  # the low >> 10 that ``mid`` encodes
@@ -64,7 +66,9 @@ def _set(ms: int, counter: int) -> None:
     _state.last_ms = ms
     _state.hi, _state.low = counter >> _LOW_BITS, counter & _LOW_MASK
     # The first 20 characters are the milliseconds' ten and hi's ten (which rarely changes).
-    _state.prefix = _encode50(ms) + _encode50(_state.hi)
+    if _state.hi != _state.hi_of:
+        _state.hi_of, _state.hi_text = _state.hi, _encode50(_state.hi)
+    _state.prefix = _encode50(ms) + _state.hi_text
     _state.mid_of = -1
 
 

@@ -122,11 +122,12 @@ class Writer(GroupCommit):
             self._index.close()  # deleted or replaced by another process: map the new one
             self._index = None
         index = self._index_open()
-        if index.covered_seq > self._next_seq - 1:
+        covered = index.covered_seq
+        if covered > self._next_seq - 1:
             # The index knows seqs this log does not have (the log was restored from an
             # older copy): its entries cannot be told from ours, so start it again.
             index.reset(store_stamp(self.paths.marker))
-        covered = index.covered_seq
+            covered = index.covered_seq
         if covered == self._next_seq - 1:
             self._lag.clear()  # nothing missing (another writer may have caught ours up)
         elif not self._only_own_lag_missing(covered):
