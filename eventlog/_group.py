@@ -85,7 +85,7 @@ class GroupCommit:
             self._pending[eid] = seq
         if len(self._buffer) >= self.group_size:
             self._write_group()
-        elif self._due is None:
+        if self._due is None:  # while the lock is held, a timed flush is always due
             self._open_group()
         return receipts
 

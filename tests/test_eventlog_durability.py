@@ -189,3 +189,14 @@ def test_the_group_commit_thread_ends_when_idle(
         log.append(Note(id="b"))  # a new group starts a new thread
         assert log._writer._syncer is not None and log._writer._syncer is not syncer
     assert [e.id for e in read_log(store)] == ["a", "b"]
+
+
+def test_a_batch_larger_than_a_group_is_flushed_in_time(store: Path) -> None:
+    """append_many of more than group_size opening a group: written at once, and the timed
+    flush still comes (fsync, then the lock is released for other writers)."""
+    with EventLog(store, create=True, durability="batch", group_ms=20, group_size=10) as log:
+        assert log.append_many([Note(id=f"n{i}") for i in range(25)]) == list(range(1, 26))
+        time.sleep(0.2)
+        assert other_process(_APPEND, str(store), "elsewhere") == "26"
+        assert log._writer._held is False
+    assert [e.id for e in read_log(store)][-2:] == ["n24", "elsewhere"]
