@@ -102,6 +102,14 @@ def carry_on(store: Path) -> None:
     assert [e.id for e in after] == [e.id for e in before] + ["after-the-crashes"]
 
 
+# Group commit: groups of 64 written by the append that fills them, fsynced in the background.
+_GROUP = (
+    "group",
+    0.3,
+    ("--durability", "batch", "--group-size", "64", "--batch-max", "200", "--pause-ms", "2"),
+)
+
+
 @pytest.mark.parametrize(
     ("mode", "max_delay", "args"),
     [
@@ -109,21 +117,7 @@ def carry_on(store: Path) -> None:
         ("batches", 0.3, ("--batch-max", "300", "--text-bytes", "2000")),
         # Batches of many frames: a kill between their frames must drop the whole batch.
         ("batches", 0.3, ("--batch-max", "300", "--text-bytes", "2000", "--frame-bytes", "8192")),
-        # Group commit: full groups written by the append, fsynced in the background.
-        (
-            "group",
-            0.3,
-            (
-                "--durability",
-                "batch",
-                "--group-size",
-                "64",
-                "--batch-max",
-                "200",
-                "--pause-ms",
-                "2",
-            ),
-        ),
+        _GROUP,
         ("seal", 0.4, ("--seal-every", "20")),
         ("compact", 0.4, ("--seal-every", "15")),
     ],
@@ -143,20 +137,7 @@ def test_kill_writer(
         ("append", 0.25, ()),
         ("batches", 0.3, ("--batch-max", "100", "--text-bytes", "300")),
         ("batches", 0.3, ("--batch-max", "100", "--text-bytes", "300", "--frame-bytes", "2048")),
-        (
-            "group",
-            0.3,
-            (
-                "--durability",
-                "batch",
-                "--group-size",
-                "64",
-                "--batch-max",
-                "200",
-                "--pause-ms",
-                "2",
-            ),
-        ),
+        _GROUP,
         ("seal", 0.4, ("--seal-every", "20")),
         ("compact", 0.4, ("--seal-every", "15")),
     ],
