@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import array
 import functools
-import gc
 from typing import Any
 
 import msgspec
@@ -19,6 +18,7 @@ import pyarrow as pa
 
 from eventlog import EVENT_TYPES, Snapshot
 from eventlog._arrow import SCHEMA, TS_TYPE
+from eventlog._codec import gc_paused
 
 FIELDS = ("id", "ts", "key", "gene", "status", "action_id")
 NARROW_SCHEMA = pa.schema(
@@ -61,9 +61,7 @@ def narrow_tail(snap: Snapshot, lo: int, hi: int) -> pa.Table:
         return NARROW_SCHEMA.empty_table()
     decoder, kinds = _decoder()
     # Collections during a bulk decode cost more than the decode itself (PLATFORM.md).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         # The log fills id and ts at append, so every stored event has both.
         events = decoder.decode(records.data)[: len(seqs)]
         columns = [
@@ -75,9 +73,6 @@ def narrow_tail(snap: Snapshot, lo: int, hi: int) -> pa.Table:
             [e.status for e in events],
             [e.action_id for e in events],
         ]
-    finally:
-        if enabled:
-            gc.enable()
     ids, ts, kind, key, gene, status, action_id = columns
     # Seqs are consecutive: one C loop fills them, rather than converting Python ints.
     seq_buffer = pa.py_buffer(array.array("q", seqs).tobytes())
