@@ -422,22 +422,16 @@ out:
 
 /* ------------------------------------------------------------------ the id index */
 
-static inline uint64_t le64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int b = 7; b >= 0; b--) v = (v << 8) | p[b];
-    return v;
-}
-
 /* Put (key, seq) into the open-addressing table ``slots`` (24-byte slots: a 16-byte key,
  * then the seq as u64 little-endian; seq 0 is empty). 1 if a slot was newly filled, 0 if
  * the key was there (its seq is overwritten), -1 if the table is full. */
 static int slot_put(uint8_t *slots, Py_ssize_t mask, const uint8_t key[16], uint64_t seq) {
     uint8_t le[8];
     for (int b = 0; b < 8; b++) le[b] = (uint8_t)(seq >> (8 * b));
-    Py_ssize_t i = (Py_ssize_t)(le64(key) & (uint64_t)mask);
+    Py_ssize_t i = (Py_ssize_t)(load_le64(key) & (uint64_t)mask);
     for (Py_ssize_t probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
         uint8_t *slot = slots + 24 * i;
-        if (le64(slot + 16) == 0) {
+        if (load_le64(slot + 16) == 0) {
             memcpy(slot, key, 16);
             memcpy(slot + 16, le, 8); /* the seq last: a torn slot reads as empty */
             return 1;

@@ -31,7 +31,8 @@ static const uint8_t B2_SIGMA[12][16] = {
 
 static inline uint64_t b2_rotr(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
 
-static inline uint64_t b2_load(const uint8_t *p) {
+/* A little-endian u64 (BLAKE2b's words; the id index's keys and seqs use it too). */
+static inline uint64_t load_le64(const uint8_t *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
     return v;
@@ -66,7 +67,7 @@ static inline uint64_t b2_load(const uint8_t *p) {
 /* Compress one 128-byte block into h; ``t`` counts the bytes hashed so far. */
 static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int last) {
     uint64_t v[16], m[16];
-    for (int i = 0; i < 16; i++) m[i] = b2_load(block + 8 * i);
+    for (int i = 0; i < 16; i++) m[i] = load_le64(block + 8 * i);
     for (int i = 0; i < 8; i++) {
         v[i] = h[i];
         v[i + 8] = B2_IV[i];
