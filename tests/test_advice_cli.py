@@ -15,7 +15,7 @@ import pytest
 from eventlog import EventLog
 from evolog._cli_advice import add_advice_commands
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "evolver-examples"
+EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 REPO = Path(__file__).resolve().parents[1]
 NOW = "2026-03-01T00:00:00.000Z"
 

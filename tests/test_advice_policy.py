@@ -13,7 +13,7 @@ from advice import AdviceEngine, EvologParams, InvalidInputError, import_evolver
 from eventlog import EventLog, Outcome
 from eventlog._signalkey import parse_iso_ms
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "evolver-examples"
+EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 NOW = "2026-03-01T00:00:00.000Z"
 NOW_US = int(parse_iso_ms(NOW)) * 1000
 DAY_US = 86_400_000_000

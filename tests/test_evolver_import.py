@@ -30,7 +30,7 @@ from advice._outcomes import infer_from_signals
 from eventlog import EventLog
 from eventlog._signalkey import parse_iso_ms
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "evolver-examples"
+EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 EXAMPLE_NAMES = sorted(p.name[: -len(".jsonl")] for p in EXAMPLES.glob("0*.jsonl"))
 NOW_MS = 1_772_323_200_000  # 2026-03-01T00:00:00Z
 GENES = [{"type": "Gene", "id": f"gene_{i}", "category": "repair"} for i in range(4)]

@@ -18,7 +18,7 @@ from advice._evolver_file import ImportReport
 from advice._evolver_follow import Follower, load_state, state_path
 from eventlog import EventLog
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "evolver-examples"
+EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 REPO = Path(__file__).resolve().parents[1]
 
 

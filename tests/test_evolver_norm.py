@@ -27,7 +27,7 @@ from eventlog._signalkey import (
     utf16_sort_key,
 )
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "evolver-examples"
+EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 MARCH_1_2026_MS = 1_772_323_200_000.0
 DAY_MS = 86_400_000.0
 # ECMAScript WhiteSpace and LineTerminator code points (ECMA-262 §12.2, §12.3).

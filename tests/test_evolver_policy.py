@@ -19,7 +19,7 @@ from advice._evolver_policy import (
 )
 from eventlog._signalkey import js_pow, parse_iso_ms
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "reference" / "evolver-examples"
+EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 EXAMPLE_NAMES = [
     "01_stale_success_banned",
     "02_jaccard_one_third",

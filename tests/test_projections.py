@@ -36,8 +36,7 @@ from projections._tail import NARROW_SCHEMA, narrow_tail
 
 DAY = 86_400_000_000
 T0 = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
-EXAMPLES = Path("/work/shared/reference/evolver-examples")
-EX = EXAMPLES if EXAMPLES.is_dir() else Path(__file__).parent / "data" / "evolver-examples"
+EX = Path(__file__).parent / "data" / "evolver-examples"
 
 
 def _log(store: Path) -> EventLog:
