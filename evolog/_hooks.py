@@ -8,26 +8,25 @@ UserPromptSubmit   attempt (task = the prompt); an attempt still open is closed
                    first with outcome ``interrupted``
 PreToolUse         an attempt if none is open (a tool call outside a prompt)
 PostToolUse        step (tool, input summary, result, ok, duration); when the tool
-                   failed, also a signal ``log_error``, ``tool_error:<tool>``,
-                   ``errsig:<message>``
-PostToolUseFailure the same as a failed PostToolUse
+                   failed (see :func:`evolog._hook_content.tool_failure`), also a
+                   signal ``log_error``, ``tool_error:<tool>``, ``errsig:<message>``
+PostToolUseFailure a failed step and its error signal (``error``; ``is_interrupt``)
 Stop               outcome of the open attempt: ``failed`` if its last tool step
                    failed, else ``success`` (a heuristic, noted in the outcome)
 SessionEnd         outcome ``abandoned`` for an attempt still open
 =================  ==========================================================
 
-It never breaks the agent: on any error it exits 0, writes one line to stderr and keeps the
-payload in ``dead-letter.ndjson`` in the store. Which attempt is open is kept per session in
-``hooks/claude-code/<session>.json`` (a small cache under an flock; if it is lost, the next
-prompt simply opens a new attempt).
+What a step keeps of prompts, tool inputs and results is the content policy of
+:mod:`evolog._hook_content` (default: no tool results, only their size and hash; secrets
+redacted). It never breaks the agent: it always exits 0; a payload it could not record goes
+to the dead letter and stderr gets one line saying where (or that it could not be kept).
+Which attempt is open is kept per session (:mod:`evolog._hook_files`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import re
 import sys
 import time
 from typing import Any
@@ -35,10 +34,25 @@ from typing import Any
 import msgspec
 
 from eventlog import Attempt, Event, EventLog, Outcome, Signal, Step, init_store
-from eventlog._store import Paths
+from evolog._hook_content import (
+    MAX_TEXT,
+    content_policy,
+    input_summary,
+    kept,
+    result_summary,
+    text_for,
+    tool_failure,
+)
+from evolog._hook_files import keep_dead_letter, locked_state, prune_states, state_dir, state_name
 
-MAX_TEXT = 2000
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]")
+__all__ = ["MAX_TEXT", "record_claude_code", "run_hook"]
+
+MAX_STARTED = 256
+"""Tool calls remembered as started (PreToolUse without its PostToolUse yet) per session."""
+_KNOWN = frozenset(
+    {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+     "Stop", "SessionEnd"}
+)  # fmt: skip
 
 
 class _State(msgspec.Struct):
@@ -50,70 +64,96 @@ class _State(msgspec.Struct):
 
 
 def run_hook(agent_kind: str, store: str) -> int:
+    """Record one payload from stdin; always 0 (the agent must never see a failing hook)."""
     raw = b""
     try:
+        policy, warning = content_policy()
+        if warning:
+            _say(f"evolog hook: {warning}")
         raw = sys.stdin.buffer.read()
         payload = msgspec.json.decode(raw)
         if not isinstance(payload, dict):
             raise ValueError(f"expected a JSON object; got {type(payload).__name__}")
-        record_claude_code(payload, store)
-    except BaseException as exc:  # the agent must never see a failing hook
-        if isinstance(exc, KeyboardInterrupt):
-            return 0
-        _dead_letter(store, raw, exc)
+        record_claude_code(payload, store, policy)
+    except BaseException as exc:  # even Ctrl-C or SystemExit: keep the payload, exit 0
+        with contextlib.suppress(BaseException):
+            _dead_letter(store, raw, exc)
     return 0
 
 
 def _dead_letter(store: str, raw: bytes, exc: BaseException) -> None:
-    msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:500]
-    print(f"evolog hook: not recorded ({msg}); payload kept in dead-letter.ndjson", file=sys.stderr)
-    with contextlib.suppress(BaseException):
-        paths = Paths.of(store)
-        os.makedirs(paths.root, exist_ok=True)
-        line = msgspec.json.encode(
-            {
-                "at_us": time.time_ns() // 1000,
-                "error": msg,
-                "payload": raw.decode("utf-8", "replace"),
-            }
-        )
-        with open(paths.dead_letter, "ab") as f:
-            f.write(line + b"\n")
+    msg = (kept(f"{type(exc).__name__}: {exc}") or "").replace("\n", " ")[:500]
+    try:
+        path, why = keep_dead_letter(os.path.abspath(store), raw, msg)
+    except Exception as err:  # the report below must still be honest
+        path, why = None, f"{type(err).__name__}: {err}"
+    if path is not None:
+        _say(f"evolog hook: not recorded ({msg}); payload kept in {path}")
+    else:
+        _say(f"evolog hook: not recorded ({msg}); payload lost, no dead letter written ({why})")
 
 
-def record_claude_code(payload: dict[str, Any], store: str) -> list[int]:
+def _say(line: str) -> None:
+    """One line to stderr; a closed or broken stderr is silenced, never raised."""
+    try:
+        sys.stderr.write(line.replace("\n", " ") + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        # Point fd 2 at /dev/null so the interpreter's final flush of what is still buffered
+        # cannot fail either (that would turn the exit status into 120).
+        with contextlib.suppress(OSError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+
+
+def record_claude_code(payload: dict[str, Any], store: str, policy: str = "summary") -> list[int]:
     """Append the events for one hook payload; return their seqs."""
     event_name = str(payload.get("hook_event_name") or "")
-    session = str(payload.get("session_id") or "unknown")
     paths = init_store(store)
-    state_path = _state_path(paths, session)
-    with _locked_state(state_path) as state:
-        events = _events_for(event_name, payload, session, state)
-        if not events:
-            return []
-        with EventLog(paths.root, auto_seal="background") as log:
-            return log.append_many(events)
+    if event_name not in _KNOWN:
+        return []
+    session = str(payload.get("session_id") or "unknown")
+    directory = state_dir(paths.root)
+    if event_name in ("SessionStart", "SessionEnd"):
+        prune_states(directory)
+    if event_name == "SessionStart":  # no attempt is involved: leave the state alone
+        return _append(paths.root, _events_for(event_name, payload, session, _State(), policy))
+    with locked_state(os.path.join(directory, state_name(session)), _State) as held:
+        events = _events_for(event_name, payload, session, held.state, policy)
+        # The attempt is closed: the session's state has nothing left worth keeping.
+        held.remove = event_name in ("Stop", "SessionEnd")
+        return _append(paths.root, events)
 
 
-def _events_for(name: str, p: dict[str, Any], session: str, st: _State) -> list[Event]:
+def _append(root: str, events: list[Event]) -> list[int]:
+    if not events:
+        return []
+    with EventLog(root, auto_seal="background") as log:
+        return log.append_many(events)
+
+
+def _events_for(name: str, p: dict[str, Any], session: str, st: _State, policy: str) -> list[Event]:
     env: dict[str, Any] = {"agent": "claude-code", "session": session}
     if name == "SessionStart":
-        return [Signal(signals=["session_start", f"source:{p.get('source', 'unknown')}"], **env)]
+        source = str(p.get("source", "unknown"))[:64]
+        return [Signal(signals=["session_start", f"source:{source}"], **env)]
     if name == "UserPromptSubmit":
         out = _close(st, "interrupted", "a new prompt arrived before Stop", env)
-        return [*out, _open(st, _text(p.get("prompt")), env)]
+        return [*out, _open(st, text_for(p.get("prompt"), policy), env)]
     if name == "PreToolUse":
         tool_id = str(p.get("tool_use_id") or p.get("tool_name") or "")
         st.started[tool_id] = time.time_ns() // 1000
+        if len(st.started) > MAX_STARTED:  # calls whose PostToolUse never came
+            del st.started[min(st.started, key=st.started.__getitem__)]
         return [] if st.action_id else [_open(st, None, env)]
     if name in ("PostToolUse", "PostToolUseFailure"):
-        return _tool_events(name, p, st, env)
+        return _tool_events(name, p, st, env, policy)
     if name == "Stop":
         status = "failed" if st.last_failed else "success"
         return _close(st, status, "inferred at Stop from the last tool result", env)
-    if name == "SessionEnd":
-        return _close(st, "abandoned", f"session ended ({p.get('reason', 'unknown')})", env)
-    return []
+    reason = str(p.get("reason", "unknown"))[:200]
+    return _close(st, "abandoned", f"session ended ({reason})", env)
 
 
 def _open(st: _State, task: str | None, env: dict[str, Any]) -> Attempt:
@@ -141,23 +181,27 @@ def _close(st: _State, status: str, note: str, env: dict[str, Any]) -> list[Even
     ]
 
 
-def _tool_events(name: str, p: dict[str, Any], st: _State, env: dict[str, Any]) -> list[Event]:
+def _tool_events(
+    name: str, p: dict[str, Any], st: _State, env: dict[str, Any], policy: str
+) -> list[Event]:
     out: list[Event] = [] if st.action_id else [_open(st, None, env)]
-    tool = str(p.get("tool_name") or "unknown")
+    tool = str(p.get("tool_name") or "unknown")[:200]
     tool_id = str(p.get("tool_use_id") or tool)
     response = p.get("tool_response")
-    error = _failure(response) if name == "PostToolUse" else _text(p.get("error")) or "failed"
+    failure = tool_failure(response) if name == "PostToolUse" else _reported_failure(p)
+    error = None if failure is None else text_for(failure, policy) or "failed"
     started = st.started.pop(tool_id, None)
     now = time.time_ns() // 1000
     step_id = f"{st.action_id}-{p['tool_use_id']}" if p.get("tool_use_id") else ""
+    action = f"{tool} {input_summary(p.get('tool_input'), policy)}".strip()
     out.append(
         Step(
             id=step_id,
             action_id=st.action_id or "",
             index=st.steps,
             tool=tool,
-            action=_text(f"{tool} {_summary(p.get('tool_input'))}") or tool,
-            result=_text(_summary(response)) or "",
+            action=action[:MAX_TEXT],
+            result=result_summary(response, policy),
             ok=error is None,
             error=error,
             duration_ms=(now - started) / 1000 if started else None,
@@ -172,64 +216,10 @@ def _tool_events(name: str, p: dict[str, Any], st: _State, env: dict[str, Any]) 
     return out
 
 
-def _failure(response: Any) -> str | None:
-    """The error of a tool response, or None if it looks successful (documented heuristics)."""
-    if isinstance(response, dict):
-        if response.get("is_error") or response.get("success") is False:
-            return _text(response.get("error") or response.get("content") or "tool error")
-        for key in ("exit_code", "exitCode", "returncode"):
-            code = response.get(key)
-            if isinstance(code, int) and code != 0:
-                return _text(response.get("stderr") or f"exit code {code}")
-        if response.get("interrupted"):
-            return "interrupted"
-        if isinstance(response.get("error"), str) and response["error"]:
-            return _text(response["error"])
-    if isinstance(response, str) and response.lstrip().lower().startswith("error"):
-        return _text(response)
-    return None
-
-
-def _summary(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        for key in ("command", "file_path", "path", "pattern", "url", "query", "stdout"):
-            if isinstance(value.get(key), str):
-                return str(value[key])
-    return msgspec.json.encode(value).decode()
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    s = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-    return s if len(s) <= MAX_TEXT else s[: MAX_TEXT - 1] + "…"
-
-
-def _state_path(paths: Paths, session: str) -> str:
-    d = os.path.join(paths.root, "hooks", "claude-code")
-    os.makedirs(d, exist_ok=True)
-    return os.path.join(d, _SAFE.sub("_", session)[:128] + ".json")
-
-
-@contextlib.contextmanager
-def _locked_state(path: str) -> Any:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        # Parallel tool calls run hooks concurrently: one session's state is updated by one
-        # process at a time.
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        data = os.pread(fd, 1 << 20, 0)
-        try:
-            state = msgspec.json.decode(data, type=_State) if data.strip() else _State()
-        except msgspec.MsgspecError:
-            state = _State()
-        yield state
-        encoded = msgspec.json.encode(state)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, encoded, 0)
-    finally:
-        os.close(fd)
+def _reported_failure(p: dict[str, Any]) -> str:
+    """The error of a ``PostToolUseFailure`` payload (``error``; ``is_interrupt``)."""
+    error = p.get("error") or p.get("error_message")
+    text = error if isinstance(error, str) else msgspec.json.encode(error).decode() if error else ""
+    if p.get("is_interrupt") is True:
+        return f"interrupted: {text}" if text else "interrupted"
+    return text or "failed"

@@ -7,6 +7,7 @@ kill a writer; the default is small so the suite stays fast, the ``long`` varian
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,12 @@ def crash_loops(request: pytest.FixtureRequest) -> int:
 def store(tmp_path: Path) -> Path:
     """A path for a new store (not created yet)."""
     return tmp_path / "store"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Point ``XDG_STATE_HOME`` (the hook's fallback dead letter) into the test's temp dir,
+    for this process and every subprocess: a test must never write into the user's home."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+        yield
