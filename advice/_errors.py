@@ -3,7 +3,7 @@
 ::
 
     AdviceError                     base of everything this package raises
-    ├── InvalidInputError           a query, gene list, outcome or option is malformed
+    ├── InvalidInputError           bad input: a query, genes, an outcome, an option, a file
     ├── AttemptError                closing an attempt went wrong (``action_id`` names it)
     │   ├── UnknownAttemptError     no attempt with that action id is in the log
     │   └── AttemptAlreadyClosedError   an outcome for that attempt is already in the log

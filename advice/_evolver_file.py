@@ -9,7 +9,14 @@ same ids. The patch of such an event restores the original id on export.
 
 Lines are read the way evolver reads them: split on ``\\n``, trimmed, blank ones skipped.
 Lines that are not JSON, or parse to a falsy value, are skipped and counted (evolver drops
-them too); JSON values that are not an object of an evolver kind are skipped and counted.
+them too); JSON values that are not an evolver event (an object with ``type``
+``"MemoryGraphEvent"``, which is all evolver itself counts) or not of a kind we know are
+skipped and counted. A file is recognised before anything is appended: if its first lines
+(the first complete lines read) hold no evolver event at all, it is not an evolver graph
+(an ``evolog replay`` dump, another program's JSONL, a binary file) and the import is
+refused with :class:`~advice.InvalidInputError`, leaving the store as it was. An event
+without a timestamp evolver can read is imported at the previous line's time and reported
+(``undated``).
 """
 
 from __future__ import annotations
@@ -25,8 +32,15 @@ import msgspec
 from eventlog import Event, EventLog, InvalidEventError
 from eventlog._signalkey import js_trim, js_truthy
 
-from ._errors import EvolverSourceError
-from ._evolver_import import event_ts, evolver_to_event, supported_kind
+from ._errors import EvolverSourceError, InvalidInputError
+from ._evolver_import import (
+    EVENT_TYPE,
+    event_ts,
+    evolver_to_event,
+    is_evolver_event,
+    readable_ts,
+    supported_kind,
+)
 
 BATCH = 1000
 READ_CHUNK = 1 << 20
@@ -45,6 +59,7 @@ class ImportReport(msgspec.Struct):
     unsupported: int = 0
     rejected: int = 0
     lossy: int = 0
+    undated: int = 0
     offset: int = 0
     problems: list[str] = []
 
@@ -71,6 +86,7 @@ class ImportReport(msgspec.Struct):
             "unsupported": self.unsupported,
             "rejected": self.rejected,
             "lossy": self.lossy,
+            "undated": self.undated,
             "offset": self.offset,
             "problems": list(self.problems),
         }
@@ -141,6 +157,7 @@ class EvolverImporter:
         self.ids = _IdDeriver(id_prefix)
         self.line_no = 0
         self._last_ts = 0
+        self._recognised = False
 
     def remember(self, data: bytes, start: int) -> None:
         """Note the ids of lines already imported (resuming a follow at an offset)."""
@@ -149,12 +166,15 @@ class EvolverImporter:
             if kind == "blank":
                 continue
             self.line_no += 1
-            if kind == "value" and supported_kind(value) is not None:
+            self._recognised = self._recognised or is_evolver_event(value)
+            if kind == "value" and is_evolver_event(value) and supported_kind(value) is not None:
                 self.ids.derive(value, raw, offset)
                 self._last_ts = event_ts(value, self._last_ts or 1)
 
     def feed(self, data: bytes, start: int, final: bool, report: ImportReport) -> int:
         """Import the complete lines of ``data``; return the file offset consumed up to."""
+        if not self._recognised:
+            self._recognise(data, start, final)
         batch: list[tuple[int, Event]] = []
         consumed = start
         for offset, raw in iter_lines(data, start, final):
@@ -170,6 +190,27 @@ class EvolverImporter:
         report.offset = consumed
         return consumed
 
+    def _recognise(self, data: bytes, start: int, final: bool) -> None:
+        """Refuse a file whose first complete lines hold no evolver event (nothing appended)."""
+        first: tuple[int, str] | None = None
+        line_no = self.line_no
+        for _, raw in iter_lines(data, start, final):
+            kind, value = parse_line(raw)
+            if kind == "blank":
+                continue
+            line_no += 1
+            if kind == "value" and is_evolver_event(value):
+                self._recognised = True
+                return
+            if first is None:
+                first = (line_no, _describe(kind, value))
+        if first is not None:
+            raise InvalidInputError(
+                f"{self.path}: expected an evolver memory graph (JSONL objects with type "
+                f'"{EVENT_TYPE}"); got none in the first {line_no - self.line_no} line(s) '
+                f"(line {first[0]}: {first[1]}); nothing imported"
+            )
+
     def _map(self, offset: int, raw: bytes, report: ImportReport) -> Event | None:
         kind, value = parse_line(raw)
         if kind == "blank":
@@ -180,12 +221,22 @@ class EvolverImporter:
             report.unparseable += 1
             report.note(self.line_no, "not a JSON value evolver would keep; skipped")
             return None
-        if supported_kind(value) is None:
+        if not is_evolver_event(value) or supported_kind(value) is None:
             report.unsupported += 1
-            got = value.get("kind") if isinstance(value, dict) else type(value).__name__
-            report.note(self.line_no, f"expected an evolver event object; got {got!r}; skipped")
+            report.note(
+                self.line_no,
+                f'expected an evolver event (type "{EVENT_TYPE}", a known kind); '
+                f"got {_describe(kind, value)}; skipped",
+            )
             return None
         event_id = self.ids.derive(value, raw, offset)
+        if readable_ts(value) is None:
+            report.undated += 1
+            report.note(
+                self.line_no,
+                "no timestamp evolver can read (ts, created_at, at); imported at "
+                + ("the previous line's time" if self._last_ts else "the epoch (no earlier line)"),
+            )
         mapped = evolver_to_event(value, event_id, self._last_ts or 1, self.agent)
         self._last_ts = mapped.event.ts
         if mapped.lossy:
@@ -215,6 +266,15 @@ class EvolverImporter:
             report.duplicates += 1
         else:
             report.imported += 1
+
+
+def _describe(kind: str, value: Any) -> str:
+    if kind != "value":
+        return "text that is not JSON"
+    if not isinstance(value, dict):
+        return f"a JSON {type(value).__name__}"
+    shown = {k: value.get(k) for k in ("type", "kind") if k in value}
+    return f"an object with {shown}" if shown else "an object without type or kind"
 
 
 def read_range(path: str, start: int, stop: int | None = None) -> bytes:

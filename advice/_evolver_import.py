@@ -33,6 +33,7 @@ from eventlog._signalkey import compute_signal_key, extract_error_signature, par
 
 from ._evolver_export import PATCH_FIELD, canonical_evolver
 
+EVENT_TYPE = "MemoryGraphEvent"
 _INT64 = 2**63
 _MAX_FLOAT = 1.7976931348623157e308
 
@@ -113,11 +114,22 @@ def _personality(v: Any) -> Personality | None:
 
 def event_ts(obj: dict[str, Any], fallback_us: int) -> int:
     """The event time in µs: ``ts``, else ``created_at``/``at`` (as evolver reads them)."""
+    ts = readable_ts(obj)
+    return fallback_us if ts is None else ts
+
+
+def readable_ts(obj: dict[str, Any]) -> int | None:
+    """The event time in µs if evolver can read one (``ts``, ``created_at``, ``at``)."""
     for name in ("ts", "created_at", "at"):
         ms = parse_iso_ms(obj.get(name)) if isinstance(obj.get(name), str) else math.nan
         if math.isfinite(ms) and ms > 0:
             return int(ms) * 1000
-    return fallback_us
+    return None
+
+
+def is_evolver_event(obj: Any) -> bool:
+    """True for an object evolver itself counts: ``type`` is ``"MemoryGraphEvent"``."""
+    return isinstance(obj, dict) and obj.get("type") == EVENT_TYPE
 
 
 def _signal_fields(obj: dict[str, Any], with_errsig: bool = True) -> dict[str, Any]:

@@ -161,7 +161,7 @@ def run_import(args: argparse.Namespace) -> int:
         with EventLog(store_path(args)) as log:
             report = import_evolver(log, args.file, agent=args.agent, id_prefix=args.id_prefix)
     except AdviceError as exc:
-        return _error(str(exc), 1)
+        return _error(str(exc), 2 if isinstance(exc, ValueError) else 1)
     _print_json(report.to_json())
     return 0
 
@@ -195,6 +195,6 @@ def run_follow(args: argparse.Namespace) -> int:
                 on_poll=on_poll,
             )
     except AdviceError as exc:
-        return _error(str(exc), 1)
+        return _error(str(exc), 2 if isinstance(exc, ValueError) else 1)
     _print_json(report.to_json())
     return 0
