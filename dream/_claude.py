@@ -8,7 +8,9 @@ request again without it. The SDK's own retries are off: rate limits (429), over
 other 5xx, 408/409 and connection failures are retried here with exponential backoff that
 honours ``retry-after``; what still fails is raised as a :class:`dream.DreamerError`. A
 reply the parser rejects gets one repair turn with the diagnostics, then raises
-:class:`dream.DreamerOutputError` (the cycle falls back to the heuristic program).
+:class:`dream.DreamerOutputError`. A cycle stops on any of these errors, appending nothing,
+unless it was asked to fall back to the heuristic dreamer (``DreamConfig(fallback=True)``,
+``evolog dream --fallback heuristic``).
 """
 
 from __future__ import annotations

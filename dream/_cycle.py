@@ -28,6 +28,7 @@ import msgspec
 
 from dream._dreamer import Dreamer
 from dream._errors import CycleError
+from dream._fallback import Guarded
 from dream._heuristic import SUMMARY_LIMIT, HeuristicDreamer
 from dream._phases import CycleBuilder, PhaseSettings
 from dream._program import ISA_REGISTRY, ISA_VERSION, IsaRegistry
@@ -55,6 +56,10 @@ class DreamConfig:
     link_floor: float = 0.6
     link_top_k: int = 3
     compaction: bool = False
+    fallback: bool = False
+    """Dream a trace the requested dreamer fails on with the heuristic dreamer (the cycle's
+    status is then ``fallback``); without it a dreamer failure stops the run (CycleError),
+    with nothing of the failing cycle appended."""
     isa_version: str = ISA_VERSION
     registry: IsaRegistry = ISA_REGISTRY
 
@@ -106,6 +111,8 @@ def dream(
     """Dream every undreamed trace (up to ``config.max_traces``); see the module docstring."""
     dreamer = dreamer or HeuristicDreamer()
     config = config or DreamConfig()
+    if config.fallback and not isinstance(dreamer, HeuristicDreamer):
+        dreamer = Guarded(dreamer)
     with dream_lock(log):
         graph = load_memgraph(log)
         consumed = graph.consumed()
@@ -173,7 +180,7 @@ def _build_cycle(
     cycle = cycle_id(dreamer, config, batch, legacy, graph, compact=last and config.compaction)
     settings = PhaseSettings(
         config.isa_version, config.registry, config.merge_threshold, config.link_floor,
-        config.link_top_k,
+        config.link_top_k, config.fallback,
     )  # fmt: skip
     builder = CycleBuilder(cycle, graph, {t.id: t for t in batch}, dreamer, index, settings)
     builder.reconsolidate(legacy)
@@ -222,8 +229,10 @@ def _append_cycle(
         msgspec.structs.replace(e, id=f"{cycle}.{n}", agent=agent, source="dreamed")
         for n, e in enumerate(builder.events, start=1)
     ]
+    # A cycle some of whose traces the heuristic dreamed says so, not just "ok".
+    status = "fallback" if stats["fallbacks"] else "ok"
     end = DreamEnd(
-        id=f"{cycle}.end", cycle=cycle, status="ok", consumed=ids, model=dreamer.model,
+        id=f"{cycle}.end", cycle=cycle, status=status, consumed=ids, model=dreamer.model,
         input_tokens=stats["input_tokens"] or None, output_tokens=stats["output_tokens"] or None,
         isa_text=_isa_text(builder.texts), phase_log=builder.phase_log, agent=agent,
         source="dreamed",

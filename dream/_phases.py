@@ -52,6 +52,7 @@ class PhaseSettings:
     merge_threshold: float = 0.85
     link_floor: float = 0.6
     link_top_k: int = 3
+    fallback: bool = False
 
 
 @dataclass(slots=True)
@@ -185,7 +186,8 @@ class CycleBuilder:
 
     # -- SWS + REM ------------------------------------------------------------------------
     def dream_traces(self, traces: Sequence[Trace], progress: Callable[[int], None]) -> None:
-        """One program per trace; a dreamer failure falls back to the heuristic program."""
+        """One program per trace; a dreamer failure stops the cycle, or (when the settings
+        ask for a fallback) the trace gets the heuristic program."""
         for trace in traces:
             self._dream_one(trace)
             progress(1)
@@ -211,6 +213,13 @@ class CycleBuilder:
     def _fallback(self, trace: Trace, why: str) -> None:
         if isinstance(self.dreamer, HeuristicDreamer):
             raise CycleError(f"{self.cycle}: trace {trace.id}: {why}")
+        if not self.settings.fallback:
+            # The dreamer asked for is the dreamer used, or the run stops and says so.
+            raise CycleError(
+                f"{self.cycle}: trace {trace.id}: the {self.dreamer.name} dreamer failed "
+                f"({why}); nothing of this cycle was appended (a fallback to the heuristic "
+                "dreamer is used only when asked for)"
+            )
         self.phase_log.append(f"fallback to heuristic for trace {trace.id}: {why}")
         self.stats["fallbacks"] += 1
         program = HeuristicDreamer().dream_trace(trace)
@@ -218,6 +227,15 @@ class CycleBuilder:
         if not result.success:
             raise CycleError(f"{self.cycle}: trace {trace.id}: heuristic fallback: {result.error}")
         self.commit(result)
+
+    def _dreamer_failed(self, where: str, exc: DreamerError) -> str:
+        """A phase's dreamer failure: raised without a fallback, else a phase-log note."""
+        if not self.settings.fallback:
+            raise CycleError(
+                f"{self.cycle}: {where}: the {self.dreamer.name} dreamer failed ({exc}); "
+                "nothing of this cycle was appended"
+            ) from exc
+        return f"{where}: dreamer failed: {exc}"
 
     # -- consolidation ----------------------------------------------------------------------
     def consolidate(self) -> None:
@@ -306,7 +324,7 @@ class CycleBuilder:
         try:
             program = self.dreamer.link(candidates)
         except DreamerError as exc:
-            self.phase_log.append(f"links skipped: dreamer failed: {exc}")
+            self.phase_log.append(self._dreamer_failed("links skipped", exc))
             return 0
         self.record(program, "links")
         result = self.run_dreamed(program, self.context())
@@ -324,7 +342,7 @@ class CycleBuilder:
             try:
                 program = self.dreamer.compact(node, self.staging.steps(node.id))
             except DreamerError as exc:
-                self.phase_log.append(f"compaction: {node.id}: dreamer failed: {exc}")
+                self.phase_log.append(self._dreamer_failed(f"compaction: {node.id}", exc))
                 continue
             if not program.text.strip() and not program.instructions:
                 continue

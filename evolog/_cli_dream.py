@@ -47,7 +47,7 @@ def _guarded(func: Handler) -> Handler:
 
             if not isinstance(exc, DreamError | ProjectionError | RouterError):
                 raise
-            print(f"evolog: error: {exc}", file=sys.stderr)
+            print(f"evolog: error: {exc}".replace("\n", " "), file=sys.stderr)
             return 2 if isinstance(exc, ValueError) else 1
 
     return run
@@ -150,8 +150,9 @@ def _cmd_dream(args: Any) -> int:
     from projections._embed import get_embedder
 
     config = DreamConfig(
-        batch_size=args.batch_size, max_traces=args.max_traces, compaction=args.compact
-    )
+        batch_size=args.batch_size, max_traces=args.max_traces, compaction=args.compact,
+        fallback=args.fallback == "heuristic",
+    )  # fmt: skip
     dreamer = _make_dreamer(args)
     bar = ProgressBar(f"dreaming ({dreamer.name})")
     with EventLog(store_path(args)) as log:
@@ -162,6 +163,13 @@ def _cmd_dream(args: Any) -> int:
             )  # fmt: skip
         finally:
             bar.close()
+    fallbacks = sum(c.fallbacks for c in report.cycles)
+    if fallbacks:  # asked for, but never silent
+        print(
+            f"evolog: dream: {fallbacks} of {report.traces_dreamed} trace(s) dreamed by the "
+            f"heuristic fallback, not by {dreamer.name} (see each cycle's phase_log)",
+            file=sys.stderr,
+        )
     _emit(report)
     return 0
 
@@ -288,6 +296,13 @@ def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     d.add_argument("--batch-size", type=_positive, help="traces per cycle")
     d.add_argument("--embedder", help="embedder name (default: $EVOLOG_EMBEDDER or wordllama)")
     d.add_argument("--compact", action="store_true", help="also shorten long summaries")
+    d.add_argument(
+        "--fallback",
+        choices=["none", "heuristic"],
+        default="none",
+        help="when the dreamer fails on a trace: stop, appending nothing of the cycle (none, "
+        "the default), or dream it with the heuristic dreamer and say so (heuristic)",
+    )
     d.set_defaults(func=_wrap(_cmd_dream))
     d_sub = d.add_subparsers(dest="dream_command", metavar="ACTION")
     u = d_sub.add_parser("undo", help="retract a dream cycle")

@@ -17,6 +17,7 @@ import pytest
 
 from dream import (
     ClaudeDreamer,
+    DreamConfig,
     DreamerAPIError,
     DreamerConfigError,
     DreamerConnectionError,
@@ -225,12 +226,13 @@ def test_a_claude_cycle_records_model_usage_and_text(store: Path) -> None:
     )
     log.append_many(trace_events("bad", "renew the certificate", ["renew", "install"]))
     dreamer, _ = Server(_answer).dreamer()
-    report = dream(log, dreamer=dreamer, embedder=HashingEmbedder())
+    config = DreamConfig(fallback=True)  # "bad" gets a program the VM rejects
+    report = dream(log, dreamer=dreamer, embedder=HashingEmbedder(), config=config)
     (cycle,) = report.cycles
     assert cycle.fallbacks == 1
     assert any("fallback to heuristic for trace bad" in line for line in cycle.phase_log)
     (end,) = log.replay(kinds=["dream_end"])
-    assert isinstance(end, DreamEnd)
+    assert isinstance(end, DreamEnd) and end.status == "fallback"
     assert (end.model, end.input_tokens, end.output_tokens) == (MODEL, 2 * 812, 2 * 96)
     assert end.isa_text is not None and "# trace good" in end.isa_text
     assert "install pyyaml, not yaml" in end.isa_text
