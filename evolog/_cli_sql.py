@@ -9,6 +9,7 @@ the commands imports nothing heavy; DuckDB and pyarrow load when one of them run
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 import os
@@ -138,10 +139,16 @@ def _parse_now(text: str | None) -> int | None:
 @_errors
 def run_sql(args: argparse.Namespace) -> int:
     """``evolog sql QUERY``."""
-    table = _projections(args).sql(args.query, **_bounds(args))
-    if args.out:
-        _write_parquet(table, args.out)
-        print(_json({"rows": table.num_rows, "out": os.path.abspath(args.out)}))
+    proj = _projections(args)
+    out = None
+    if args.out:  # refused before the query runs, not after
+        from projections._sqlguard import outside_store
+
+        out = outside_store(proj.paths.root, args.out, "--out")
+    table = proj.sql(args.query, **_bounds(args))
+    if out is not None:
+        _write_parquet(table, out)
+        print(_json({"rows": table.num_rows, "out": out}))
         return 0
     render(table, args.format, sys.stdout)
     return 0
@@ -188,11 +195,20 @@ def _write_parquet(table: pa.Table, path: str) -> None:
 
     from projections._errors import EngineError
 
-    tmp = f"{path}.tmp"
+    # A fresh name beside the target (O_EXCL: never an existing file, nor one a symlink
+    # points to); the rename replaces the directory entry, so a hard link to the old file
+    # keeps its content.
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{os.urandom(6).hex()}")
+    created = False
     try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
+        created = True
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
     except OSError as exc:
+        if created:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise EngineError(f"{path}: cannot write the result: {exc}") from None
 
 

@@ -18,7 +18,7 @@ from eventlog._store import Paths
 from ._catalog import create_views
 from ._errors import InvalidParameterError
 from ._source import Bounds, EventScan, connect, cursor, engine_errors, workspace
-from ._sqlguard import check_query, lock_down, run_query
+from ._sqlguard import check_query, lock_down, run_query, seal_off
 from ._traces import TRACE_INPUTS, traces_sql
 
 # The edge machinery is imported by the methods that use it: a catalog query (a cold
@@ -105,16 +105,19 @@ class Projections:
     ) -> duckdb.DuckDBPyConnection:
         """A new DuckDB connection with ``events``, the typed views and ``traces``.
 
-        ``read_only`` locks it down as :meth:`sql` does (no file, network or extension
-        access, no configuration changes). The caller closes it.
+        ``read_only`` (the default) reads the segments through Arrow and then takes all
+        file access away from DuckDB: no statement on the connection can open, create,
+        change or delete any file (nor reach the network, load an extension or change a
+        setting). With ``read_only=False`` it is an ordinary DuckDB connection that can do
+        whatever the process can. The caller closes it.
         """
         bounds = Bounds(as_of, as_of_ts)
         con = connect(catalog=True)
         try:
             with self.snapshot() as snap:
-                create_views(con, EventScan(con, snap, bounds))
+                create_views(con, EventScan(con, snap, bounds, via_arrow=read_only))
             if read_only:
-                lock_down(con, [self.paths.segments])
+                seal_off(con)
         except BaseException:
             con.close()
             raise
@@ -143,7 +146,8 @@ class Projections:
                 names = referenced & set(_DERIVED)
                 if names:
                     self._register_derived(con, snap, bounds, names, now)
-            lock_down(con, [self.paths.segments])
+                segments = snap.segment_paths()
+            lock_down(con, segments)
             return run_query(con, query)
         finally:
             con.close()

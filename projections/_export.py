@@ -12,6 +12,7 @@ from ._catalog import create_views
 from ._edgeeval import evaluate
 from ._edgestate import ALL_BUCKETS
 from ._errors import EngineError, InvalidParameterError
+from ._sqlguard import outside_store
 from ._source import Bounds, EventScan, engine_errors, ident, sql_string, workspace
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def export(
     """
     if fmt not in FORMATS:
         raise InvalidParameterError(f"format: expected one of {', '.join(FORMATS)}; got {fmt!r}")
-    out_dir = os.path.abspath(os.fspath(directory))
+    out_dir = outside_store(proj.paths.root, directory, "export directory")
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:

@@ -177,6 +177,11 @@ class EventScan:
     lazily, only as far back as a scan asks for, so a refresh decodes only the WAL records
     it applies. pyarrow's compute module (about 50 ms to import) is loaded only when there
     is a tail to convert, which keeps a cold ``evolog sql`` over sealed segments fast.
+
+    ``via_arrow`` reads the segments through pyarrow datasets registered on the connection
+    instead of DuckDB's ``read_parquet``, so that DuckDB itself needs no file access at all
+    (:func:`projections._sqlguard.seal_off`); scans are slower and pyarrow.dataset costs
+    about 45 ms to import, so only connections handed to Python code use it.
     """
 
     def __init__(
@@ -186,11 +191,13 @@ class EventScan:
         bounds: Bounds,
         *,
         narrow: bool = False,
+        via_arrow: bool = False,
     ) -> None:
         self.con = con
         self.snap = snap
         self.bounds = bounds
         self.narrow = narrow
+        self.via_arrow = via_arrow
         head = snap.head_seq
         self.head = head if bounds.as_of_seq is None else min(bounds.as_of_seq, head)
         self._chunks: list[tuple[int, int, str, pa.Table]] = []  # first, last, name, rows
@@ -288,6 +295,8 @@ class EventScan:
 
     def _segments_select(self, paths: Sequence[str], explicit: bool) -> str:
         """SELECT from segments; with ``explicit`` columns, those no segment has are NULL."""
+        if self.via_arrow:
+            return self._dataset_select(paths)
         files = ", ".join(sql_string(p) for p in paths)
         if self.narrow:
             # Every segment ever written has the narrow columns (schema version 1), and
@@ -304,6 +313,21 @@ class EventScan:
             with engine_errors("reading segment schemas"):
                 self._present[key] = set(self.con.sql(f"SELECT * FROM {scan} LIMIT 0").columns)
         return f"SELECT {', '.join(self._column_or_null(n, key) for n in names)} FROM {scan}"
+
+    def _dataset_select(self, paths: Sequence[str]) -> str:
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        # The dataset has the whole schema: a column a segment lacks is read as nulls.
+        try:
+            dataset = ds.dataset(list(paths), schema=self._schema(), format="parquet")
+        except (OSError, pa.ArrowException) as exc:
+            raise EngineError(f"opening the segments: {exc}") from None
+        name = f"_evolog_segments_{next(_names)}"
+        with engine_errors("registering the segments"):
+            self.con.register(name, dataset)
+        cols = ", ".join(ident(n) for n in self.columns())
+        return f"SELECT {cols} FROM {name}"
 
     def _column_or_null(self, name: str, key: tuple[str, ...]) -> str:
         if name in self._present[key]:
