@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from eventlog import (
@@ -50,7 +49,6 @@ EVOLVER_KINDS = (
     "confidence_gene_outcome",
     "external_candidate",
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _YEAR_10000_MS = 253_402_300_800_000
 _JS_EXPONENT_FROM = 1e21  # JSON.stringify switches to exponent form here
 
@@ -72,8 +70,13 @@ def iso_ms(ts_us: int) -> str:
             f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T"
             f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}.{ms % 1000:03d}Z"
         )
-    moment = _EPOCH + timedelta(milliseconds=ms)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+    # Outside 1970-9999 (a log written before event times were checked, or by hand):
+    # JavaScript writes the year with a sign and six digits, and datetime cannot hold it.
+    from projections._timefmt import civil
+
+    year, moment = civil(ms * 1000)
+    shown = f"{year:04d}" if 0 <= year <= 9999 else f"{year:+07d}"
+    return shown + moment.strftime("-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 
 def patch_of(event: Event) -> dict[str, Any] | None:

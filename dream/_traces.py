@@ -89,9 +89,10 @@ def load_traces(
 ) -> dict[str, Trace]:
     """The log's traces (as of a seq) from the traces projection, keyed by attempt id."""
     from projections._api import Projections  # DuckDB: imported only when dreaming
+    from projections._timefmt import py_rows  # times past 9999 would not convert
 
     table = Projections(log).traces(as_of=as_of)
-    traces = (_from_row(row) for row in table.to_pylist())
+    traces = (_from_row(row) for row in py_rows(table))
     return {t.id: t for t in traces if t.complete or not complete_only}
 
 

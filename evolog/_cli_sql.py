@@ -215,7 +215,9 @@ def _write_parquet(table: pa.Table, path: str) -> None:
 # -- rendering -----------------------------------------------------------------------------
 def render(table: pa.Table, fmt: str, out: Any) -> None:
     """Write ``table`` to ``out`` as ``table`` (aligned text), ``csv`` or ``json``."""
-    rows = table.to_pylist()
+    from projections._timefmt import py_rows
+
+    rows = py_rows(table)
     if fmt == "json":
         out.write(_json([_jsonable(r) for r in rows], indent=2, ensure_ascii=False))
         out.write("\n")

@@ -30,7 +30,8 @@ from ._edgestate import HalfLives, apply_events, create_state
 from ._errors import EngineError
 from ._source import Bounds, EventScan, engine_errors, sql_string, workspace
 
-FORMAT = 1
+#: 2: event times clamped to the range the log accepts (see projections._edgestate).
+FORMAT = 2
 #: Fold the cache's WAL into the file past this size: replaying it costs every attach.
 WAL_CHECKPOINT_BYTES = 256 << 10
 _META_DDL = """CREATE OR REPLACE TABLE meta (format INTEGER, edge_us BIGINT, gene_us BIGINT,

@@ -81,8 +81,20 @@ def _part_sql(src: str, hl: HalfLives, buckets: Buckets) -> str:
             aggs.append(f"sum({_mantissa(h)}) AS m{name[0]}")
     return f"""
     SELECT {", ".join(cols)}, {", ".join(aggs)}
-    FROM (SELECT epoch_us(ts) AS t, status, key, gene FROM {src} WHERE kind = 'outcome')
+    FROM (SELECT {_CLAMPED_T} AS t, status, key, gene FROM {src} WHERE kind = 'outcome')
     GROUP BY ALL"""
+
+
+# Event time in µs, within what the log accepts at append (1970 to the end of 9999). An
+# older log (or a hand-written segment) can hold any 64-bit time, up to DuckDB's
+# "infinity", whose epoch_us is NULL; the decay arithmetic would overflow on the extremes.
+# Such an outcome counts as of the nearest time in range (comparing timestamps first:
+# least/greatest would skip the NULL of an infinite one).
+_TS_MAX = 253_402_300_799_999_999
+_CLAMPED_T = (
+    f"CASE WHEN ts > make_timestamptz({_TS_MAX}::BIGINT) THEN {_TS_MAX}::BIGINT "
+    "WHEN ts < make_timestamptz(0::BIGINT) THEN 0::BIGINT ELSE epoch_us(ts) END"
+)
 
 
 _MISSING = "(key IS NULL OR key = '' OR gene IS NULL OR gene = '')"

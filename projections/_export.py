@@ -12,8 +12,8 @@ from ._catalog import create_views
 from ._edgeeval import evaluate
 from ._edgestate import ALL_BUCKETS
 from ._errors import EngineError, InvalidParameterError
-from ._sqlguard import outside_store
 from ._source import Bounds, EventScan, engine_errors, ident, sql_string, workspace
+from ._sqlguard import outside_store
 
 if TYPE_CHECKING:
     from ._api import Projections
