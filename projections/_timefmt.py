@@ -59,7 +59,8 @@ def py_rows(table: pa.Table) -> list[dict[str, Any]]:
     and ``datetime`` stops there: only then are the rows converted value by value.
     """
     try:
-        return table.to_pylist()
+        rows: list[dict[str, Any]] = table.to_pylist()
+        return rows
     except (OverflowError, ValueError):
         names = table.column_names
         columns = [table.column(n) for n in names]
