@@ -10,9 +10,12 @@ provenance (``decided_by``/``supported_by``) names the node or a node merged int
 
 The reference routes to the best candidate whenever its composite reaches 0.4; since
 confidence and success rate alone can contribute 0.5, it sent 73-100 % of unrelated tasks
-to memory. Here a candidate must *also* be similar enough on its own: ``similarity >=
-min_similarity``, a floor calibrated per embedder on the routing set (bench/). Every weight
-and threshold is configurable.
+to memory. Here a candidate must *also* apply to the task (:mod:`advice._applicability`):
+its similarity reaches a floor *and* beats the task's similarity to every generic task of
+a fixed background sample by a margin. A floor alone let through software tasks that only
+share vocabulary with a node (a third of them on held-out domains). Floors and margins are
+fitted per embedder by cross-validation over held-out domains (bench/); every weight and
+threshold is configurable.
 
 With ``current`` (the node being traversed), the router checks drift: while the task stays
 within ``anomaly_threshold`` of the current node it keeps the traversal; below it, it
@@ -35,6 +38,7 @@ from projections._embed import Embedder, get_embedder
 from projections._memgraph import ConstraintView, MemGraph, load_memgraph
 from projections._vectors import VectorIndex, node_texts, wanted_texts
 
+from ._applicability import Applicability, ApplicabilityRule, judge, null_for, rule_for
 from ._errors import AdviceError
 
 __all__ = [
@@ -51,10 +55,11 @@ __all__ = [
 ]
 
 DEFAULT_FLOORS: Final[Mapping[str, tuple[float, float]]] = {
-    "hashing-1024": (0.21, 0.12),
-    "wordllama-l2-256": (0.3, 0.25),
+    "hashing-1024": (0.19, 0.12),
+    "wordllama-l2-256": (0.24, 0.25),
 }
-"""(min_similarity, anomaly_threshold) per embedder name, calibrated on the routing set."""
+"""(min_similarity, anomaly_threshold) per embedder name; the similarity floor is the
+applicability rule's (:data:`advice._applicability.DEFAULT_RULES`)."""
 _FALLBACK_FLOORS: Final = (0.5, 0.3)
 
 
@@ -76,7 +81,11 @@ class RouterPath(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RouterConfig:
-    """Weights and thresholds; ``None`` floors take the embedder's calibrated defaults."""
+    """Weights and thresholds; ``None`` floors take the embedder's calibrated defaults.
+
+    ``min_margin`` is how far the best node must beat the task's nearest generic task (see
+    :mod:`advice._applicability`); a very negative value turns that check off.
+    """
 
     similarity_weight: float = 0.5
     confidence_weight: float = 0.3
@@ -85,6 +94,7 @@ class RouterConfig:
     top_k: int = 5
     min_similarity: float | None = None
     anomaly_threshold: float | None = None
+    min_margin: float | None = None
 
     def __post_init__(self) -> None:
         if self.top_k < 1:
@@ -154,8 +164,14 @@ class Router:
         self.dead = dict(dead or {})
         self._last_hits: list[str] = []
         floors = DEFAULT_FLOORS.get(index.embedder.name, _FALLBACK_FLOORS)
+        rule = rule_for(index.embedder.name)
         self.min_similarity = _pick(self.config.min_similarity, floors[0])
         self.anomaly_threshold = _pick(self.config.anomaly_threshold, floors[1])
+        self.rule = ApplicabilityRule(
+            self.min_similarity, _pick(self.config.min_margin, rule.min_margin)
+        )
+        self._nulls: dict[str, tuple[float, str]] = {}
+        self._node_vectors: dict[str, np.ndarray] = {}
 
     @classmethod
     def from_log(
@@ -195,15 +211,14 @@ class Router:
     def _route(self, task: str, current: str | None) -> RouteDecision:
         vector = self._embed(task)
         candidates = self._candidates(vector)
+        self._nulls = self._nearest_generic(vector, candidates)
         if current is not None:
             return self._check_drift(vector, candidates, current)
         eligible = [c for c in candidates if self._qualifies(c)]
         if eligible:
             best = eligible[0]
-            why = (
-                f"{best.node} matches at similarity {best.similarity:.3f} (floor"
-                f" {self.min_similarity:.2f}), composite {best.composite:.3f}"
-            )
+            verdict = self._judge(best)
+            why = f"{best.node} applies: {verdict.why}; composite {best.composite:.3f}"
             return RouteDecision(
                 RouterPath.MEMORY_TRAVERSAL, why, best.composite, best, tuple(candidates)
             )
@@ -230,8 +245,32 @@ class Router:
         node = self.graph.node(node_id)
         return node is not None and node.live and node_id not in self.dead
 
+    def _nearest_generic(
+        self, vector: np.ndarray, candidates: list[EntryPoint]
+    ) -> dict[str, tuple[float, str]]:
+        # Only candidates past the floor need a null; their text vectors are cached.
+        nulls = {}
+        for c in candidates:
+            if c.similarity >= self.rule.min_similarity:
+                nulls[c.node] = null_for(
+                    self.index.embedder, vector, self._vectors_of(c.node), self.rule
+                )
+        return nulls
+
+    def _vectors_of(self, node_id: str) -> np.ndarray:
+        vectors = self._node_vectors.get(node_id)
+        if vectors is None:
+            node = self.graph.node(node_id)
+            texts = node_texts(node) if node is not None else ()
+            vectors = self.index.embedder.embed(list(texts))
+            self._node_vectors[node_id] = vectors
+        return vectors
+
+    def _judge(self, entry: EntryPoint) -> Applicability:
+        return judge(entry.similarity, self._nulls.get(entry.node, (0.0, "")), self.rule)
+
     def _qualifies(self, entry: EntryPoint) -> bool:
-        return entry.similarity >= self.min_similarity and entry.composite >= self.config.threshold
+        return self._judge(entry).applies and entry.composite >= self.config.threshold
 
     def score(self, node_id: str, similarity: float) -> EntryPoint:
         """The composite score of ``node_id`` at ``similarity``."""
@@ -254,10 +293,8 @@ class Router:
     def _zero_shot(self, candidates: list[EntryPoint], why: str) -> RouteDecision:
         best = max(candidates, key=lambda e: e.similarity, default=None)
         if best is not None:
-            why += (
-                f" (nearest: {best.node} at similarity {best.similarity:.3f}, floor"
-                f" {self.min_similarity:.2f}; composite {best.composite:.3f})"
-            )
+            verdict = self._judge(best)
+            why += f" (nearest: {best.node}: {verdict.why}; composite {best.composite:.3f})"
         top = candidates[0].composite if candidates else 0.0
         return RouteDecision(RouterPath.ZERO_SHOT, why, top, None, tuple(candidates))
 
