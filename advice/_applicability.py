@@ -24,6 +24,9 @@ decides, so recall can ask the same question.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -82,11 +85,30 @@ class Applicability(msgspec.Struct, frozen=True):
 
 
 class NullSample:
-    """The background tasks embedded once (per process) with one embedder."""
+    """The background tasks embedded once (per process) with one embedder.
 
-    def __init__(self, embedder: Embedder, texts: tuple[str, ...] = BACKGROUND_TASKS) -> None:
+    With a ``cache`` directory the vectors are kept there (keyed by the embedder's name and
+    a digest of the texts), so a cold process loads them instead of embedding ~160 texts.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        texts: tuple[str, ...] = BACKGROUND_TASKS,
+        cache: str | None = None,
+    ) -> None:
         self.texts = texts
-        self.vectors = np.ascontiguousarray(embedder.embed(list(texts)), dtype=np.float32)
+        path = _cache_path(cache, embedder, texts) if cache is not None else None
+        vectors = _load(path, (len(texts), embedder.dim)) if path is not None else None
+        if vectors is None:
+            vectors = np.ascontiguousarray(embedder.embed(list(texts)), dtype=np.float32)
+            if path is not None:
+                # A cache: a failure to write it costs the next cold process ~30 ms, no more.
+                with contextlib.suppress(OSError):
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    np.save(path + ".tmp.npy", vectors)
+                    os.replace(path + ".tmp.npy", path)
+        self.vectors = vectors
 
     def nearest(
         self, vector: np.ndarray, node: np.ndarray | None = None, radius: float = 2.0
@@ -108,24 +130,45 @@ class NullSample:
         return float(scores[best]), self.texts[best]
 
 
+def _cache_path(directory: str, embedder: Embedder, texts: tuple[str, ...]) -> str:
+    digest = hashlib.blake2b("\n".join(texts).encode(), digest_size=8).hexdigest()
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in embedder.name)
+    return os.path.join(directory, f"null-{safe}-{digest}.npy")
+
+
+def _load(path: str, shape: tuple[int, int]) -> np.ndarray | None:
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if vectors.shape != shape or vectors.dtype != np.float32:
+        return None
+    return np.ascontiguousarray(vectors)
+
+
 _SAMPLES: dict[str, NullSample] = {}
 _SAMPLES_LOCK = threading.Lock()
 
 
-def null_sample(embedder: Embedder) -> NullSample:
-    """The shared :class:`NullSample` of ``embedder`` (embedded on first use)."""
+def null_sample(embedder: Embedder, cache: str | None = None) -> NullSample:
+    """The shared :class:`NullSample` of ``embedder`` (embedded on first use, or loaded from
+    ``cache`` when an earlier process left it there)."""
     with _SAMPLES_LOCK:
         sample = _SAMPLES.get(embedder.name)
         if sample is None:
-            sample = _SAMPLES[embedder.name] = NullSample(embedder)
+            sample = _SAMPLES[embedder.name] = NullSample(embedder, cache=cache)
         return sample
 
 
 def null_for(
-    embedder: Embedder, task: np.ndarray, node: np.ndarray, rule: ApplicabilityRule
+    embedder: Embedder,
+    task: np.ndarray,
+    node: np.ndarray,
+    rule: ApplicabilityRule,
+    cache: str | None = None,
 ) -> tuple[float, str]:
     """The task's null for one node: its nearest generic task not about that node."""
-    return null_sample(embedder).nearest(task, node, rule.topic_radius)
+    return null_sample(embedder, cache).nearest(task, node, rule.topic_radius)
 
 
 def judge(

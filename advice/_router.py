@@ -253,7 +253,11 @@ class Router:
         for c in candidates:
             if c.similarity >= self.rule.min_similarity:
                 nulls[c.node] = null_for(
-                    self.index.embedder, vector, self._vectors_of(c.node), self.rule
+                    self.index.embedder,
+                    vector,
+                    self._vectors_of(c.node),
+                    self.rule,
+                    self.index.directory,
                 )
         return nulls
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +132,30 @@ def test_held_out_domains_quick_slice(tmp_path: Path) -> None:
         decision = router.route(q.task)
         routed = None if decision.entry is None else domain_of.get(decision.entry.node, "?")
         assert routed == decide(q, shipped), q.task
+
+
+class _Counting:
+    """A hashing embedder that counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder()
+        self.name, self.dim, self.texts = self.inner.name, self.inner.dim, 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def test_the_null_sample_is_cached_beside_the_index(tmp_path: Path) -> None:
+    emb = _Counting()
+    first = NullSample(emb, cache=str(tmp_path))
+    assert emb.texts == len(first.texts)
+    (cached,) = tmp_path.glob("null-hashing-1024-*.npy")
+    again = NullSample(emb, cache=str(tmp_path))
+    assert emb.texts == len(first.texts)  # loaded, not embedded again
+    assert np.array_equal(again.vectors, first.vectors)
+    cached.write_bytes(b"not an array")
+    repaired = NullSample(emb, cache=str(tmp_path))
+    assert emb.texts == 2 * len(first.texts) and np.array_equal(repaired.vectors, first.vectors)
+    other = NullSample(emb, ("one generic task",), cache=str(tmp_path))  # other texts, other file
+    assert other.vectors.shape == (1, emb.dim) and len(list(tmp_path.glob("null-*.npy"))) == 2
