@@ -23,7 +23,9 @@ Errors (all in this package derive from :class:`AdviceError`)::
         └── InvalidTaskError (ValueError)
 
 The strategy router (:class:`Router`) routes a task to ZERO_SHOT, MEMORY_TRAVERSAL (an entry
-node with its steps and constraints) or CONTEXT_JUMP over the dream-built memory graph.
+node with its steps and constraints) or CONTEXT_JUMP over the dream-built memory graph; a
+node is an entry point only if :func:`applicability` says it applies to the task (not merely
+shares its vocabulary), the same test recall uses.
 Advice and routing skip entries the survival ledger has buried unless told otherwise.
 """
 
@@ -66,6 +68,8 @@ __all__ = [
     "Advice",
     "AdviceEngine",
     "AdviceError",
+    "Applicability",
+    "ApplicabilityRule",
     "AttemptAlreadyClosedError",
     "AttemptError",
     "AttemptInfo",
@@ -89,6 +93,7 @@ __all__ = [
     "ScoredGene",
     "Traversal",
     "UnknownAttemptError",
+    "applicability",
     "apply_patch",
     "canonical_evolver",
     "close_attempt",
@@ -131,11 +136,18 @@ _ROUTER_NAMES = frozenset(
 )
 
 
+_APPLICABILITY_NAMES = frozenset({"Applicability", "ApplicabilityRule", "applicability"})
+
+
 def __getattr__(name: str) -> Any:
     if name in _ROUTER_NAMES:
         from . import _router
 
         return getattr(_router, name)
+    if name in _APPLICABILITY_NAMES:
+        from . import _applicability
+
+        return getattr(_applicability, name)
     if name == "Traversal":
         from ._traversal import Traversal
 

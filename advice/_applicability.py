@@ -44,6 +44,7 @@ __all__ = [
     "Applicability",
     "ApplicabilityRule",
     "NullSample",
+    "applicability",
     "judge",
     "null_for",
     "null_sample",
@@ -169,6 +170,27 @@ def null_for(
 ) -> tuple[float, str]:
     """The task's null for one node: its nearest generic task not about that node."""
     return null_sample(embedder, cache).nearest(task, node, rule.topic_radius)
+
+
+def applicability(
+    embedder: Embedder,
+    task: np.ndarray,
+    node: np.ndarray,
+    similarity: float | None = None,
+    *,
+    rule: ApplicabilityRule | None = None,
+    cache: str | None = None,
+) -> Applicability:
+    """Does a memory whose texts embed to ``node`` (rows) apply to the task vector ``task``?
+
+    The one call for callers outside the router (recall): ``similarity`` defaults to the
+    best cosine of ``task`` to a row of ``node``; ``rule`` to the embedder's calibrated one.
+    """
+    rule = rule or rule_for(embedder.name)
+    node = np.atleast_2d(np.asarray(node, dtype=np.float32))
+    if similarity is None:
+        similarity = float(np.max(node @ np.asarray(task, dtype=np.float32))) if len(node) else 0.0
+    return judge(similarity, null_for(embedder, task, node, rule, cache), rule)
 
 
 def judge(

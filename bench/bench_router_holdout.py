@@ -145,6 +145,7 @@ def rates(queries: list[Query], rule: ApplicabilityRule) -> dict[str, float]:
         )
     unrel = [q for q in queries if q.kind != "related"]
     out["unrelated_to_memory"] = sum(decide(q, rule) is not None for q in unrel) / len(unrel)
+    out["unrelated_at_issue_mix"] = false_rate(out)
     return {k: round(v, 4) for k, v in out.items()}
 
 

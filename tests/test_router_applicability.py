@@ -159,3 +159,18 @@ def test_the_null_sample_is_cached_beside_the_index(tmp_path: Path) -> None:
     assert emb.texts == 2 * len(first.texts) and np.array_equal(repaired.vectors, first.vectors)
     other = NullSample(emb, ("one generic task",), cache=str(tmp_path))  # other texts, other file
     assert other.vectors.shape == (1, emb.dim) and len(list(tmp_path.glob("null-*.npy"))) == 2
+
+
+def test_applicability_is_one_call_for_recall() -> None:
+    import advice
+
+    emb = get_embedder()
+    node = emb.embed([I18N[0]])
+    related = emb.embed(["mark the strings in the Django templates for translation"])[0]
+    other = emb.embed(["upgrade the Django project from 3.2 to 4.2"])[0]
+    yes = advice.applicability(emb, related, node)
+    assert yes.applies and yes.similarity == pytest.approx(float(node[0] @ related), abs=1e-5)
+    no = advice.applicability(emb, other, node)
+    assert not no.applies and no.nearest_generic
+    strict = advice.ApplicabilityRule(0.99, 0.0)
+    assert not advice.applicability(emb, related, node, rule=strict).applies
