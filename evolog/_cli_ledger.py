@@ -2,7 +2,9 @@
 
 ``ledger`` replays the log through the survival rules (as of a seq or time, under another
 config if asked) and prints every entry's balance and fate; ``--json`` prints the same as
-one JSON document. ``tick`` appends a clock tick. ``survive`` runs the survival benchmark
+one JSON document; ``ledger birth|pin|unpin|forget`` append lifecycle events
+(:mod:`evolog._cli_lifecycle`). ``tick`` appends a clock tick (a catch-up of more ticks than
+a newborn survives needs ``--force``). ``survive`` runs the survival benchmark
 (arms x seeds over a real environment) or, with ``--demo``, shows a poisoned memory dying.
 """
 
@@ -32,11 +34,15 @@ def add_ledger_commands(subparsers: Any) -> None:
     s.add_argument("--config", help="ledger config as a JSON object (a counterfactual)")
     s.add_argument("--cadence", help="extra ticks: dream[:N], outcomes:N, day or us:N")
     s.add_argument("--limit", type=int, default=50, help="table rows (default 50; 0: all)")
-    s.set_defaults(func=run_ledger)
+    s.set_defaults(func=run_ledger, lifecycle=None)
+    from ._cli_lifecycle import add_lifecycle_commands
+
+    add_lifecycle_commands(s)
 
     s = subparsers.add_parser("tick", help="append a survival-ledger clock tick")
     s.add_argument("--ticks", type=int, default=1, help="how many ticks (default 1)")
     s.add_argument("--reason", help="why (free text)")
+    s.add_argument("--force", action="store_true", help="allow a catch-up that starves")
     s.set_defaults(func=run_tick)
 
     s = subparsers.add_parser("survive", help="survival benchmark, or --demo: poison dying")
@@ -162,6 +168,17 @@ def run_tick(args: argparse.Namespace) -> int:
 
     if args.ticks < 1:
         return _error(f"--ticks: expected a positive integer; got {args.ticks}", 2)
+    bound = catch_up_bound()
+    if args.ticks > bound and not args.force:
+        # One event charging many ticks of upkeep at once kills every entry that was not
+        # credited in between, however good its record: refuse it unless asked twice.
+        return _error(
+            f"--ticks {args.ticks}: charges {args.ticks} ticks of upkeep at once, more than "
+            f"a newborn's energy lasts ({bound}); every entry not credited since would "
+            "starve, whatever its record. Tick as time passes (e.g. once a session or a "
+            "day, or `evolog ledger --cadence day`), or pass --force",
+            2,
+        )
     try:
         with EventLog(store_path(args)) as log:
             seq = log.append(Tick(ticks=args.ticks, reason=args.reason))
@@ -169,6 +186,16 @@ def run_tick(args: argparse.Namespace) -> int:
         return _error(exc, 2 if isinstance(exc, ValueError) else 1)
     _print_json({"seq": seq, "ticks": args.ticks})
     return 0
+
+
+def catch_up_bound() -> int:
+    """The most ticks one event may charge: a never-credited newborn survives them."""
+    import math
+
+    from projections._ledger_config import LedgerConfig
+
+    cfg = LedgerConfig()
+    return max(1, math.ceil(cfg.spawn_energy / cfg.upkeep) - 1)
 
 
 def run_survive(args: argparse.Namespace) -> int:

@@ -202,6 +202,9 @@ def _fast_credits(rules: LedgerRules, ords: I64, amounts: F64, swept: I64) -> I6
     fell = clamp_runs(energy, cap, eps, ords, amounts, capped[inv])
     capped[np.searchsorted(uniq, fell)] = False
     done = ok | capped
+    # The net credit in application order, as the per-event rules add it (bit for bit).
+    settled = done[inv]
+    np.add.at(c["earned"], ords[settled], amounts[settled])
     picked = uniq[done]
     c["uses"][picked] += count[done]
     c["last_used"][picked] = rules.now

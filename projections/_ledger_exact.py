@@ -115,17 +115,21 @@ def _run_ops(
     escrow = dict(zip(idx, c["escrow"][slow].tolist(), strict=True))
     alive = {i for i, s in zip(idx, c["status"][slow].tolist(), strict=True) if s == ALIVE}
     pinned = {i for i in alive if c["pinned"][i]}
+    earned = dict(zip(idx, c["earned"][slow].tolist(), strict=True))
     uses = dict.fromkeys(idx, 0)
     damaged: set[int] = set()
+    hit_at: dict[int, int] = {}  # the row whose settlement last charged the entry a loss
     seqs = rows.seq
     for r, phase, i, amount, decider in zip(*(a.tolist() for a in ops), strict=True):
         if phase == OP_CREDIT:
             if i in alive:
                 e = energy[i] + amount
                 energy[i] = cap if e > cap else e
+                earned[i] += amount
                 uses[i] += 1
                 if amount < hurt:
                     damaged.add(i)
+                    hit_at[i] = r
                 if track:
                     c["energy"][i] = energy[i]
                     rules.note(i, int(seqs[r]), "decided" if decider else "supported", amount)
@@ -140,10 +144,12 @@ def _run_ops(
             elif energy[i] <= eps and escrow[i] == 0:
                 alive.discard(i)
                 c["energy"][i] = energy[i]
-                cause = EXECUTED if (i in damaged or c["damaged"][i]) else STARVED
+                net_loss = earned[i] < hurt or c["denied"][i]
+                cause = EXECUTED if (hit_at.get(i) == r or net_loss) else STARVED
                 rules.bury(i, cause, int(seqs[r]))
                 energy[i] = float(c["energy"][i])
     c["energy"][slow] = [energy[i] for i in idx]
+    c["earned"][slow] = [earned[i] for i in idx]
     used = np.array([uses[i] for i in idx], np.int64)
     c["uses"][slow] += used
     c["last_used"][slow[used > 0]] = rules.now

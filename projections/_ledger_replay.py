@@ -65,9 +65,16 @@ def _run_end(cut_before: np.ndarray, cut_after: np.ndarray, r: int, n: int) -> i
 
 
 def _has_restricted(rules: LedgerRules) -> bool:
+    """An entry on probation or juvenile, or a pending ticket fixed unlike its attempt.
+
+    The batch credits each settlement by its attempt's own lists; a ticket decided while an
+    entry was on probation (demoted or withheld) must settle through the per-event rules.
+    """
     st = rules.state
     alive = st.view("status") == ALIVE
-    return bool(np.any(alive & ((st.view("probation") > 0) | (st.view("juvenile") > 0))))
+    if np.any(alive & ((st.view("probation") > 0) | (st.view("juvenile") > 0))):
+        return True
+    return any(t.altered for t in st.pending.values())
 
 
 def _decision(rules: LedgerRules, rows: Rows, plan: Plan, r: int) -> None:
@@ -83,9 +90,12 @@ def _decision(rules: LedgerRules, rows: Rows, plan: Plan, r: int) -> None:
         st.counters.dropped += 1
     elif role in (SETTLE, DIRECT):
         ticket = st.pending.pop(_key(rows, int(plan.ticket[r]))) if role == SETTLE else None
-        src = int(plan.source[r])
         delta = float(rows.delta[r]) if rows.has_delta[r] else None
-        rules.settle_resolved(ticket, delta, rows.dec.row(src), rows.sup.row(src), seq)
+        if int(plan.source[r]) != r:
+            # The outcome names nobody: the ticket's lists, as fixed at its decision.
+            rules.settle_resolved(ticket, delta, (), (), seq)
+        else:
+            rules.settle_resolved(ticket, delta, rows.dec.row(r), rows.sup.row(r), seq)
 
 
 def _barrier(rules: LedgerRules, rows: Rows, r: int) -> bool:

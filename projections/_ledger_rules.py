@@ -4,7 +4,10 @@ The semantics are darwin-memo 0.7.1's event-driven ``Ledger`` (shared/reference/
 darwin-ledger.md §3-6), mapped onto evolog's events:
 
 * an entry is born at its first appearance (or by an explicit birth) with spawn energy;
-* an attempt naming entries opens a ticket: those entries are in escrow until it settles;
+* an attempt naming entries is a decision (darwin ``decide``): probationary deciders are
+  demoted to supporters then, and an answer every named entry of which is on probation is
+  withheld (no escrow, no credit, no graduation); otherwise it opens a ticket, fixed at
+  that moment, holding its entries in escrow until it settles;
 * an outcome settles its action's ticket (or, with no ticket, is a decision and its outcome
   at once) with the measured delta: ``c = gain * tanh(delta / scale)`` to the decider, ``c *
   share`` to each supporter, or ``c / n`` to each of n supporters when no decider is named;
@@ -16,12 +19,15 @@ darwin-ledger.md §3-6), mapped onto evolog's events:
 * a tick charges upkeep to every alive entry, expires old tickets and buries the broke
   (escrowed entries pay upkeep but are not buried); every ``consolidate_every`` ticks,
   entries closer than the threshold under an injected similarity merge;
-* a death is "executed" if the entry ever received a negative credit, else "starved";
-  merges and explicit forgets record "merged" and "forgotten". Pinned entries pay upkeep,
-  are floored at 0 and never die or merge.
+* a death is "executed" if measured damage killed the entry: buried at a settle right after
+  a negative credit, denied admission, or with a negative net credit; otherwise (upkeep
+  drained it) "starved". darwin labels any entry that ever took a loss "executed"; an
+  entry with net gains that upkeep drains is starving by evolog's documented rule.
+  Merges and explicit forgets record "merged" and "forgotten"; ``forget`` refuses a pinned
+  or escrowed entry. Pinned entries pay upkeep, are floored at 0 and never die or merge.
 
 Decisions may name several deciders (darwin has at most one): they share the decider credit
-equally. Probationary deciders are demoted to supporters at settle time.
+equally. An outcome naming its own entries restates the decision: it is decided then.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable, Sequence
 
 from ._ledger_config import LedgerConfig, config_from
+from ._ledger_credit import credit, decide
 from ._ledger_merge import consolidate
 from ._ledger_state import (
     ALIVE,
@@ -46,7 +53,6 @@ from ._ledger_state import (
 from ._ledger_upkeep import expire, upkeep
 
 Similarity = Callable[[str, str], float]
-Applied = list[tuple[int, float, bool]]
 
 
 class LedgerRules:
@@ -133,8 +139,12 @@ class LedgerRules:
         self.state.graveyard.append(i)
         self.note(i, seq, f"died:{CAUSES[cause]}")
 
-    def death_cause(self, i: int) -> int:
-        return EXECUTED if self.state.cols["damaged"][i] else STARVED
+    def death_cause(self, i: int, hit: bool = False) -> int:
+        """Executed if this settlement's loss, a denied admission or net losses killed it."""
+        c = self.state.cols
+        if hit or c["denied"][i] or c["earned"][i] < -self.config.damage_epsilon:
+            return EXECUTED
+        return STARVED
 
     # -- lifecycle events ----------------------------------------------------------------
     def birth(
@@ -164,15 +174,26 @@ class LedgerRules:
         return True
 
     def forget(self, entry: str, *, seq: int = 0) -> bool:
-        """Bury an entry with cause "forgotten" (pinned or not)."""
+        """Bury an entry with cause "forgotten"; refused (False) while pinned or escrowed."""
         if not entry:
             return False
         i = self.state.ordinal(entry)
         self.born(i, seq)
-        if self.state.cols["status"][i] != ALIVE:
+        if self.forget_refusal(i) is not None:
             return False
         self.bury(i, FORGOTTEN, seq)
         return True
+
+    def forget_refusal(self, i: int) -> str | None:
+        """Why ``forget`` would refuse this entry (None: it would bury it)."""
+        c = self.state.cols
+        if c["status"][i] != ALIVE:
+            return "it is not alive"
+        if c["pinned"][i]:
+            return "it is pinned (a pinned entry never dies; unpin it first)"
+        if c["escrow"][i]:
+            return f"it is held in escrow by {int(c['escrow'][i])} pending decision(s)"
+        return None
 
     def merge(self, node: str, merged: str, *, seq: int = 0) -> bool:
         """Fold ``merged`` into ``node`` (see :func:`projections._ledger_merge.merge_pair`)."""
@@ -212,7 +233,14 @@ class LedgerRules:
         held = tuple(dict.fromkeys((*dec, *sup)))
         if not held:
             return False
-        st.pending[key] = Ticket(st.tick, tuple(dec), tuple(sup), held)
+        decided = decide(self, dec, sup)
+        if decided is None:
+            # Withheld: the action is still recorded, so that its outcome settles nothing.
+            st.pending[key] = Ticket(st.tick, (), (), (), altered=True)
+            return False
+        d, s = decided
+        held = tuple(dict.fromkeys((*d, *s)))  # the decision's provenance, swept in order
+        st.pending[key] = Ticket(st.tick, d, s, held, altered=len(d) != len(dec))
         st.cols["escrow"][list(held)] += 1
         return True
 
@@ -256,80 +284,36 @@ class LedgerRules:
     ) -> None:
         """Settle a decision whose ticket (if any) was already taken off the pending list.
 
-        The outcome's own entries are credited; if it names none, the ticket's are.
+        The outcome's own entries are credited, decided now; if it names none, the ticket's
+        are, as fixed at its decision (nobody's if the answer was withheld).
         """
         st = self.state
         held: tuple[int, ...] = ()
+        decided: tuple[Sequence[int], Sequence[int]] | None
         if ticket is not None:
             held = ticket.held
-            if not dec and not sup:
-                dec, sup = ticket.deciders, ticket.supporters
             st.cols["escrow"][list(held)] -= 1
         for i in (*dec, *sup):
             self.born(i, seq)
-        if delta is not None:
-            self.credit(dec, sup, delta, seq)
-        self.sweep(dict.fromkeys((*dec, *sup, *held)), seq)
+        if ticket is not None and not dec and not sup:
+            decided = ticket.deciders, ticket.supporters
+        else:
+            decided = decide(self, dec, sup)
+        hit: set[int] = set()
+        if decided is not None:
+            dec, sup = decided
+            if delta is not None:
+                hit = credit(self, dec, sup, delta, seq)
+        else:
+            dec, sup = (), ()
+        self.sweep(dict.fromkeys((*dec, *sup, *held)), seq, hit)
         st.counters.settled += 1
 
-    def credit(self, dec: Sequence[int], sup: Sequence[int], delta: float, seq: int) -> None:
-        """darwin's ``assign_credit`` then ``advance_lifecycle`` for one measured outcome."""
-        cfg, c = self.config, self.state.cols
-        credit = cfg.credit_gain * math.tanh(delta / cfg.resource_scale)
-        if credit == 0.0:
-            return
-        prob, share, status = c["probation"], cfg.supporting_share, c["status"]
-        # Only the living can be on probation: a dead decider still splits the credit.
-        if any(prob[d] > 0 and status[d] == ALIVE for d in dec):
-            sup = (*sup, *(d for d in dec if prob[d] > 0 and status[d] == ALIVE))
-            dec = tuple(d for d in dec if prob[d] <= 0 or status[d] != ALIVE)
-        applied: Applied = []
-        if dec:
-            each = credit / len(dec)
-            for d in dec:
-                young = c["status"][d] == ALIVE and c["juvenile"][d] > 0
-                self.apply(d, each * (share if young else 1.0), True, applied, seq)
-            for s in sup:
-                self.apply(s, credit * share, False, applied, seq)
-        elif sup:
-            base = credit / len(sup)
-            for s in sup:
-                self.apply(s, base * share if prob[s] > 0 else base, False, applied, seq)
-        self.advance(applied, delta, seq)
+    def sweep(self, ords: Iterable[int], seq: int, hit: Collection[int] = ()) -> None:
+        """Settle-time burial over a decision's entries (escrow by another ticket protects).
 
-    def apply(self, i: int, amount: float, decider: bool, applied: Applied, seq: int) -> None:
-        """One credit application: alive entries only, capped, no floor."""
-        c = self.state.cols
-        if c["status"][i] != ALIVE:
-            return
-        e = float(c["energy"][i]) + amount
-        cap = self.config.max_energy
-        c["energy"][i] = cap if e > cap else e
-        c["uses"][i] += 1
-        c["last_used"][i] = self.now
-        if amount < -self.config.damage_epsilon:
-            c["damaged"][i] = True
-        applied.append((i, amount, decider))
-        self.note(i, seq, "decided" if decider else "supported", amount)
-
-    def advance(self, applied: Applied, delta: float, seq: int) -> None:
-        """Probation graduates on positive credits; juvenile deciders of a loss are denied."""
-        c = self.state.cols
-        for i, amount, decider in applied:
-            if c["probation"][i] > 0 and amount > 0:
-                c["probation"][i] -= 1
-            if c["juvenile"][i] > 0:
-                if delta < 0 and decider:
-                    c["energy"][i] = 0.0
-                    c["juvenile"][i] = 0
-                    c["denied"][i] = True
-                    c["damaged"][i] = True
-                    self.note(i, seq, "admission_denied")
-                else:
-                    c["juvenile"][i] -= 1
-
-    def sweep(self, ords: Iterable[int], seq: int) -> None:
-        """Settle-time burial over a decision's entries (escrow by another ticket protects)."""
+        ``hit``: the entries this settlement charged a loss (their death is "executed").
+        """
         c, eps = self.state.cols, self.config.alive_epsilon
         for i in ords:
             if c["status"][i] != ALIVE:
@@ -338,7 +322,7 @@ class LedgerRules:
                 if c["energy"][i] < 0.0:
                     c["energy"][i] = 0.0
             elif c["energy"][i] <= eps and (c["escrow"][i] == 0 or c["denied"][i]):
-                self.bury(i, self.death_cause(i), seq)
+                self.bury(i, self.death_cause(i, i in hit), seq)
 
     # -- ticks ---------------------------------------------------------------------------
     def horizon(self) -> int:

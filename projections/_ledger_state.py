@@ -34,6 +34,7 @@ COLUMNS: tuple[tuple[str, str, Any], ...] = (
     ("died_seq", "i8", 0),
     ("cause", "i1", 0),
     ("damaged", "?", False),
+    ("earned", "f8", 0.0),
     ("denied", "?", False),
     ("rank", "i8", -1),
 )
@@ -56,12 +57,19 @@ class Keys(Protocol):
 
 @dataclass(slots=True)
 class Ticket:
-    """A pending decision: who decided and supported it, and the entries it holds in escrow."""
+    """A pending decision: who decided and supported it, and the entries it holds in escrow.
+
+    The lists are fixed at the decision: probationary deciders already demoted, and empty
+    (holding nothing) when the answer was withheld. ``altered``: they differ from what the
+    attempt named (the batched replay, which reads the attempt's own lists, must not settle
+    such a ticket).
+    """
 
     born_tick: int
     deciders: tuple[int, ...]
     supporters: tuple[int, ...]
     held: tuple[int, ...]
+    altered: bool = field(default=False, compare=False)
 
 
 @dataclass

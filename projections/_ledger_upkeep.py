@@ -41,7 +41,7 @@ def upkeep(rules: LedgerRules, seq: int) -> None:
 
 
 def bury_many(rules: LedgerRules, idx: npt.NDArray[np.int64], seq: int) -> None:
-    """Bury entries by the damaged rule, in insertion order (an upkeep pass)."""
+    """Bury entries by the net-damage rule, in insertion order (an upkeep pass)."""
     if idx.size == 0:
         return
     c = rules.state.cols
@@ -50,7 +50,10 @@ def bury_many(rules: LedgerRules, idx: npt.NDArray[np.int64], seq: int) -> None:
     c["energy"][idx] = np.minimum(c["energy"][idx], 0.0)
     c["died_tick"][idx] = rules.now
     c["died_seq"][idx] = seq
-    c["cause"][idx] = np.where(c["damaged"][idx], EXECUTED, STARVED)
+    # Upkeep drained it: "executed" only if its measured credits were net losses (or it was
+    # denied admission), not for an entry that merely took a loss once (README, Survival).
+    killed = c["denied"][idx] | (c["earned"][idx] < -rules.config.damage_epsilon)
+    c["cause"][idx] = np.where(killed, EXECUTED, STARVED)
     rules.state.graveyard.extend(idx.tolist())
     if rules.track_all or rules.track_ids:
         for i in idx.tolist():

@@ -12,7 +12,9 @@ Public strategies:
   :func:`json_objects`;
 - :func:`mutations`, :func:`personalities`;
 - :func:`events_of` (one kind), :func:`any_event` (every kind), :func:`event_lists`
-  (unique ids) and :func:`event_batches` (lists of such lists, ids unique across all).
+  (unique ids) and :func:`event_batches` (lists of such lists, ids unique across all);
+- :func:`darwin_streams`: survival-ledger call streams (births with probation and pins,
+  decisions, late or repeated settlements, catch-up ticks, pin/unpin/forget).
 
 ``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
 seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
@@ -202,3 +204,39 @@ def event_batches(max_batches: int = 6, max_batch: int = 8) -> st.SearchStrategy
         event_lists(min_size=1, max_size=max_batches * max_batch),
         st.lists(st.integers(min_value=0, max_value=max_batches * max_batch), max_size=max_batches),
     )
+
+
+DARWIN_POOL = ("e0", "e1", "e2", "e3", "e4", "e5")
+
+
+@st.composite
+def darwin_streams(draw: st.DrawFn, max_size: int = 80) -> list[tuple[Any, ...]]:
+    """A stream of ledger calls: ``("birth", id, probation, pinned)``, ``("pin"|"unpin"|
+    "forget", id)``, ``("decide", key, deciders, supporters)``, ``("settle", key, delta)``
+    (only of keys decided before, so late and repeated settlements occur) and ``("tick",
+    n)``. Every named id is born first; deltas reach the cap and kill."""
+    pool = DARWIN_POOL[: draw(st.integers(2, len(DARWIN_POOL)))]
+    probation = st.sampled_from([0, 0, 0, 1, 2, 3])
+    stream: list[tuple[Any, ...]] = [
+        ("birth", x, draw(probation), draw(st.booleans()) and x == "e0") for x in pool
+    ]
+    names = st.lists(st.sampled_from(pool), max_size=2)
+    delta = st.one_of(
+        st.sampled_from([0.0, 1.0, -1.0, 3.0, -3.0]),
+        st.floats(-6.0, 6.0, allow_nan=False),
+    )
+    keys: list[str] = []
+    for k in range(draw(st.integers(0, max_size))):
+        op = draw(st.sampled_from(["decide"] * 4 + ["settle"] * 4 + ["tick"] * 2 + ["life"]))
+        if op == "decide":
+            keys.append(f"a{k}")
+            stream.append(("decide", f"a{k}", draw(names), draw(names)))
+        elif op == "settle" and keys:
+            stream.append(("settle", draw(st.sampled_from(keys)), draw(delta)))
+        elif op == "tick":
+            stream.append(("tick", draw(st.sampled_from([1, 1, 1, 2, 5, 30]))))
+        elif op == "life":
+            what = draw(st.sampled_from(["pin", "unpin", "forget", "forget", "birth"]))
+            x = draw(st.sampled_from(pool))
+            stream.append(("birth", x, 1, False) if what == "birth" else (what, x))
+    return stream

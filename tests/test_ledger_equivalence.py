@@ -34,7 +34,9 @@ from projections._ledger_rules import LedgerRules
 from projections._ledger_state import UNBORN
 
 
-def random_events(rng: random.Random, n: int, pool: int = 10, tick_p: float = 0.03) -> list[Event]:
+def random_events(
+    rng: random.Random, n: int, pool: int = 10, tick_p: float = 0.03, life_p: float = 0.02
+) -> list[Event]:
     """A random ledger-shaped history of ``n`` events over ``pool`` entry ids."""
     ids = [f"m{i}" for i in range(pool)]
     actions: list[str] = []
@@ -43,17 +45,17 @@ def random_events(rng: random.Random, n: int, pool: int = 10, tick_p: float = 0.
         x = rng.random()
         if x < tick_p:
             events.append(Tick(ticks=rng.choice([1, 1, 1, 2, 7, 0])))
-        elif x < tick_p + 0.02:
+        elif x < tick_p + life_p:
             events.append(_lifecycle(rng, ids))
-        elif x < tick_p + 0.03:
+        elif x < tick_p + life_p + 0.01:
             cycle = rng.choice(["c1", "c2", "c3"])
             a, b = rng.sample(ids, 2)
             events.append(Merge(cycle=cycle, node=a, merged=b))
-        elif x < tick_p + 0.035:
+        elif x < tick_p + life_p + 0.015:
             events.append(Node(cycle=rng.choice(["c1", "c2"]), node=rng.choice([*ids, "n9"])))
-        elif x < tick_p + 0.04:
+        elif x < tick_p + life_p + 0.02:
             events.append(DreamEnd(cycle=rng.choice(["c1", "c2"])))
-        elif x < tick_p + 0.33:
+        elif x < tick_p + life_p + 0.31:
             action = f"a{k}" if rng.random() < 0.9 or not actions else rng.choice(actions)
             actions.append(action)
             events.append(_attempt(rng, ids, action))
@@ -75,7 +77,7 @@ def _lifecycle(rng: random.Random, ids: list[str]) -> Lifecycle:
         op=op,
         energy=rng.choice([None, 0.3, 2.0, 9.0]),
         pinned=rng.choice([None, False, True]),
-        probation=rng.choice([None, None, 0, 2]),
+        probation=rng.choice([None, None, 0, 1, 2]),
     )
 
 
@@ -186,6 +188,22 @@ def test_batched_replay_equals_per_event_rules(
     assert_same(per_row, want)
     monkeypatch.setattr(replay_module, "MIN_BATCH", 1)
     batched, _ = replay_ledger(log, config=config)
+    assert_same(batched, want)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_probation_pins_and_forgets_replay_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Many lifecycle events: demoted and withheld decisions, refused forgets, in every path."""
+    rng = random.Random(1000 + seed)
+    events = random_events(rng, 500, pool=rng.choice([3, 6]), tick_p=0.04, life_p=0.12)
+    log = store_of(tmp_path / "s", events)
+    want = follow(log)
+    per_row, _ = replay_ledger(log, batch=False)
+    assert_same(per_row, want)
+    monkeypatch.setattr(replay_module, "MIN_BATCH", 1)
+    batched, _ = replay_ledger(log)
     assert_same(batched, want)
 
 

@@ -203,9 +203,11 @@ def test_probationary_deciders_are_demoted_and_graduate_on_gains() -> None:
     assert energy(r, "old") == 1.0 + c / 2
     assert energy(r, "new") == 1.0 + c / 2 * 0.25
     assert col(r, "new", "probation") == 1
-    r.outcome("a2", -1.0, ["new"])  # a loss does not count towards graduation
+    r.outcome("a2", -1.0, ["new"], ["old"])  # a loss does not count towards graduation
     assert col(r, "new", "probation") == 1
-    r.outcome("a3", 1.0, [], ["new"])
+    r.outcome("a3", 1.0, ["new"])  # new alone may not answer: withheld, nothing counts
+    assert col(r, "new", "probation") == 1 and col(r, "new", "uses") == 2
+    r.outcome("a4", 1.0, [], ["new", "old"])
     assert col(r, "new", "probation") == 0
 
 
