@@ -95,7 +95,8 @@ def test_a_catch_up_tick_that_would_starve_everyone_is_refused(
 ) -> None:
     with EventLog(store) as log:
         for k in range(32):
-            log.append(Outcome(action_id=f"a{k}", decided_by=["best"], delta=1.0 - 2 * (k % 8 == 0)))
+            delta = -1.0 if k % 8 == 0 else 1.0  # 28 successes, 4 failures
+            log.append(Outcome(action_id=f"a{k}", decided_by=["best"], delta=delta))
     before = events(store)
     code, out, err = cli(store, "tick", "--ticks", "100", capsys=capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
