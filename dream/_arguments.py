@@ -191,12 +191,12 @@ def param_name(opcode: Opcode, index: int) -> str:
 
 
 def check_args(
-    opcode: Opcode, args: tuple[str, ...]
+    opcode: Opcode, args: tuple[str, ...], quoted: tuple[bool, ...] | None = None
 ) -> tuple[tuple[str, ...], tuple[ArgProblem, ...]]:
     """Validate and canonicalise ``args`` (whose count must fit the signature).
 
-    Returns the canonical arguments and every problem found; the line is valid iff there
-    are no problems.
+    ``quoted``: which arguments were written in quotes, if known. Returns the canonical
+    arguments and every problem found; the line is valid iff there are no problems.
     """
     signature = SIGNATURES[opcode]
     out: list[str] = []
@@ -210,16 +210,31 @@ def check_args(
             out.append(checked)
     canonical = tuple(out)
     if signature.trailing_failure_class:
-        canonical, extra = _check_constraint_tail(canonical)
+        canonical, extra = _check_constraint_tail(canonical, quoted)
         problems.extend(extra)
     return canonical, tuple(problems)
 
 
 def _check_constraint_tail(
-    args: tuple[str, ...],
+    args: tuple[str, ...], quoted: tuple[bool, ...] | None = None
 ) -> tuple[tuple[str, ...], tuple[ArgProblem, ...]]:
     problems: list[ArgProblem] = []
-    if len(args) >= 3 and _CLASS_LIKE_RE.fullmatch(args[-1]) and not failure_class(args[-1]):
+    single = len(args) == 3 and failure_class(args[2]) is not None
+    if quoted and len(quoted) == len(args) and quoted[1] and len(args) >= 3 and not single:
+        # The description was given whole, in quotes: what follows can only be the class.
+        # A bare word there is an invented class, never more description.
+        problems.append(
+            ArgProblem(
+                2,
+                DiagnosticCode.UNKNOWN_FAILURE_CLASS,
+                f"must be one of {', '.join(FAILURE_CLASSES)}",
+                param="failure_class",
+                hint="after a quoted description only one failure class may follow;"
+                " put every word of the description inside the quotes",
+            )
+        )
+        description = args[1]
+    elif len(args) >= 3 and _CLASS_LIKE_RE.fullmatch(args[-1]) and not failure_class(args[-1]):
         # Folding an unknown class into the description would hide a typo'd or invented
         # class and corrupt the constraint text; quoting the description avoids this.
         problems.append(

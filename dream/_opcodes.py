@@ -18,6 +18,7 @@ __all__ = [
     "FAILURE_CLASSES",
     "LAST_PARENT",
     "MAX_INDEX",
+    "PHASE_OPCODES",
     "SIGNATURES",
     "ArgKind",
     "Opcode",
@@ -243,3 +244,31 @@ def last_parent_positions(opcode: Opcode) -> frozenset[int]:
     """
     params = SIGNATURES[opcode].params
     return frozenset(i for i, p in enumerate(params) if p.kind is ArgKind.NODE_REF)
+
+
+_SYSTEM: Final = frozenset({Opcode.NOP, Opcode.HALT})
+
+PHASE_OPCODES: Final[Mapping[str, frozenset[Opcode]]] = MappingProxyType(
+    {
+        # SWS + REM, one program per trace: what the trace prompt offers. LNK_NODE stays
+        # (the grammar lists it) but, like BUILD_CHILD, may only name the program's own nodes.
+        "trace": _SYSTEM
+        | {
+            Opcode.EXTRACT_CONSTRAINT,
+            Opcode.MARK_CRITICAL,
+            Opcode.MARK_NOISE,
+            Opcode.BUILD_PARENT,
+            Opcode.BUILD_CHILD,
+            Opcode.LNK_NODE,
+        },
+        "links": _SYSTEM | {Opcode.LNK_NODE},
+        "compaction": _SYSTEM | {Opcode.BUILD_PARENT},
+        "reconsolidation": _SYSTEM | {Opcode.BUILD_PARENT, Opcode.BUILD_CHILD},
+        "consolidation": _SYSTEM | {Opcode.GRP_NODE},
+    }
+)
+"""The opcodes each dream phase may run; no phase prunes (PRN_NODE is for people only).
+
+A dreamer's text is model output, and a model can be steered by the traces it reads: a
+phase that accepts more than it needs lets a tool result rewrite or delete memory.
+"""

@@ -12,6 +12,9 @@ Rules beyond the reference grammar, each decided to keep a dreamer's mistakes vi
 * The first line whose opcode is HALT ends the effective program even when its arguments
   make it invalid (``HALT # done``): a dreamer that meant to stop must not have later lines
   run. Later lines are still checked; valid ones get an ``after-halt`` diagnostic.
+* After a quoted EXTRACT_CONSTRAINT description only a known failure class may follow: a
+  trailing bare word is an invented or misspelt class, not more description (the
+  reference folds ``"disk filled up" overheating`` into the text and accepts it).
 * At most ``max_instructions`` instructions are kept, HALT included, so a parsed program
   never trips a VM with the same limit; the dropped run gets one ``too-many-instructions``
   diagnostic at its first line.
@@ -142,7 +145,7 @@ def _analyse_line(
     surrogate = _SURROGATE.search(raw)
     if surrogate is not None:
         return _LineResult(number, raw, None, None, (_invalid_unicode(number, raw, surrogate),))
-    tokens, _mode = tokenize_line(raw)
+    tokens, mode = tokenize_line(raw)
     head = tokens[0] if tokens else ""
     # ASCII-only folding: Unicode upper() maps dotless i and long s to I and S, which would
     # accept lookalike spellings while fullwidth and Cyrillic lookalikes are rejected anyway.
@@ -151,13 +154,39 @@ def _analyse_line(
         message = _unknown_opcode_message(number, head, isa_version)
         diagnostic = Diagnostic(number, DiagnosticCode.UNKNOWN_OPCODE, message, None, raw)
         return _LineResult(number, raw, None, None, (diagnostic,))
-    canonical, diagnostics = _check_line_args(number, raw, opcode, tuple(tokens[1:]))
+    quoted = _quoted_flags(raw, mode, len(tokens))
+    args = tuple(tokens[1:])
+    canonical, diagnostics = _check_line_args(number, raw, opcode, args, quoted)
     instruction = None if diagnostics else Instruction(opcode, canonical, number, raw)
     return _LineResult(number, raw, opcode, instruction, diagnostics)
 
 
+def _quoted_flags(raw: str, mode: TokenizerMode, count: int) -> tuple[bool, ...] | None:
+    """Which tokens of the line were written quoted (None: not known for this line).
+
+    The tokenizers drop the quotes; EXTRACT_CONSTRAINT needs to know whether its
+    description was one quoted argument (then a trailing word can only be a class).
+    """
+    if mode is TokenizerMode.REGEX:
+        flags = tuple(m.group(1) is not None for m in _REGEX_TOKEN.finditer(raw))
+    elif mode is TokenizerMode.SHLEX:
+        lexer = shlex.shlex(raw, posix=False)
+        lexer.whitespace_split = True
+        try:
+            flags = tuple(token[:1] in ("'", '"') for token in lexer)
+        except ValueError:
+            return None
+    else:
+        return None
+    return flags if len(flags) == count else None
+
+
 def _check_line_args(
-    number: int, raw: str, opcode: Opcode, args: tuple[str, ...]
+    number: int,
+    raw: str,
+    opcode: Opcode,
+    args: tuple[str, ...],
+    quoted: tuple[bool, ...] | None = None,
 ) -> tuple[tuple[str, ...], tuple[Diagnostic, ...]]:
     """Return the canonical arguments and the line's diagnostics (none if it is valid)."""
     if not arity_ok(opcode, len(args)):
@@ -165,7 +194,7 @@ def _check_line_args(
         if opcode is Opcode.HALT:
             message += "; the program still halts here"
         return args, (Diagnostic(number, DiagnosticCode.ARITY, message, None, raw),)
-    canonical, problems = check_args(opcode, args)
+    canonical, problems = check_args(opcode, args, quoted[1:] if quoted else None)
     return canonical, tuple(_arg_diagnostic(number, raw, opcode, args, p) for p in problems)
 
 

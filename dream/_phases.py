@@ -20,7 +20,7 @@ from dream._checked import checked_program
 from dream._dreamer import Dreamer, DreamProgram, LinkCandidate
 from dream._errors import CycleError, DreamerError
 from dream._heuristic import SUMMARY_LIMIT, HeuristicDreamer
-from dream._opcodes import LAST_PARENT, Opcode
+from dream._opcodes import LAST_PARENT, PHASE_OPCODES, Opcode
 from dream._parser import parse_program
 from dream._program import Instruction, IsaRegistry, Program
 from dream._serializer import serialize_program
@@ -41,6 +41,9 @@ APPROACH_OVERLAP: Final = 0.5
 """Share of actions (Jaccard) two strategies need in common to be merged."""
 FIDELITY: Final = {"real": 1.0, "simulated": 0.5, "dreamed": 0.3}
 """How much a merge trusts evidence by source (the reference's fidelity weights)."""
+
+
+_PHASE_LABELS: Final = {"trace": "SWS/REM"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,15 @@ class CycleBuilder:
         """The next node id of this cycle."""
         return f"node-{self.cycle.removeprefix('dream-')}-{next(self._counter)}"
 
-    def context(self, trace: str | None = None, rebind: str | None = None) -> VMContext:
-        """A VM context over the staging graph."""
+    def context(
+        self,
+        phase: str,
+        trace: str | None = None,
+        rebind: str | None = None,
+        scope: frozenset[str] | None = frozenset(),
+    ) -> VMContext:
+        """A VM context over the staging graph, limited to ``phase``'s opcodes and to the
+        nodes the program builds plus ``scope`` (None: any node)."""
         return VMContext(
             cycle=self.cycle,
             graph=self.staging,
@@ -92,6 +102,9 @@ class CycleBuilder:
             rebind=rebind,
             search=self._search,
             fidelity=self._fidelity,
+            phase=_PHASE_LABELS.get(phase, phase),
+            allowed=PHASE_OPCODES[phase],
+            scope=scope,
         )
 
     def _search(self, query: str) -> str | None:
@@ -176,7 +189,7 @@ class CycleBuilder:
             upgraded = self.settings.registry.upgrade(old, self.settings.isa_version)
         except Exception as exc:  # a user-registered transform may raise anything
             return f"upgrade failed: {type(exc).__name__}: {exc}"
-        result = self.run(upgraded, self.context(rebind=node.id))
+        result = self.run(upgraded, self.context("reconsolidation", rebind=node.id))
         if not result.success:
             return f"upgraded program rejected: {result.error}"
         if not any(isinstance(e, Node) for e in result.events):
@@ -198,7 +211,7 @@ class CycleBuilder:
         self.phase_log.append(f"REM: {s['Node']} node(s), {s['ChildStep']} step(s)")
 
     def _dream_one(self, trace: Trace) -> None:
-        ctx = self.context(trace=trace.id)
+        ctx = self.context("trace", trace=trace.id)
         try:
             program = self.dreamer.dream_trace(trace)
         except DreamerError as exc:
@@ -223,7 +236,7 @@ class CycleBuilder:
         self.phase_log.append(f"fallback to heuristic for trace {trace.id}: {why}")
         self.stats["fallbacks"] += 1
         program = HeuristicDreamer().dream_trace(trace)
-        result = self.run_dreamed(program, self.context(trace=trace.id))
+        result = self.run_dreamed(program, self.context("trace", trace=trace.id))
         if not result.success:
             raise CycleError(f"{self.cycle}: trace {trace.id}: heuristic fallback: {result.error}")
         self.commit(result)
@@ -301,7 +314,8 @@ class CycleBuilder:
         else:
             self.index.add_vectors(existing, texts, vectors)
             inst = Instruction(Opcode.GRP_NODE, (existing, new))
-        result = self.run(Program((inst,), isa_version=self.settings.isa_version), self.context())
+        program = Program((inst,), isa_version=self.settings.isa_version)
+        result = self.run(program, self.context("consolidation", scope=None))
         if not result.success:
             raise CycleError(f"{self.cycle}: consolidation merge: {result.error}")
         self.commit(result)
@@ -327,7 +341,8 @@ class CycleBuilder:
             self.phase_log.append(self._dreamer_failed("links skipped", exc))
             return 0
         self.record(program, "links")
-        result = self.run_dreamed(program, self.context())
+        pairs = frozenset(x for c in candidates for x in (c.node.id, c.neighbour.id))
+        result = self.run_dreamed(program, self.context("links", scope=pairs))
         if not result.success:
             self.phase_log.append(f"links skipped: program rejected: {result.error}")
             return 0
@@ -347,7 +362,7 @@ class CycleBuilder:
             if not program.text.strip() and not program.instructions:
                 continue
             self.record(program, f"compaction {node.id}")
-            result = self.run_dreamed(program, self.context(rebind=node.id))
+            result = self.run_dreamed(program, self.context("compaction", rebind=node.id))
             restated = [e for e in result.events if isinstance(e, Node)]
             if result.success and restated and len(restated[0].summary) < len(node.summary):
                 self.commit(result)

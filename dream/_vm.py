@@ -13,6 +13,9 @@ appending them to the log; a failed result is dropped whole. Rules beyond the re
   unchecked (``traces=None``, for ``evolog isa run``).
 * Every BUILD_CHILD attaches to the parent it names; a step index may not repeat.
 * Constraints extracted by a program attach to the last parent the program built.
+* A context may restrict a run to a phase's opcodes (``allowed``) and to the nodes it
+  builds plus a given set (``scope``): a dreamer's per-trace program can then neither
+  prune, merge nor link a node it did not create (see ``PHASE_OPCODES``).
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ class VMContext:
     about (recorded on the nodes it builds); ``mint`` makes node ids; ``rebind`` makes the
     first BUILD_PARENT restate that existing node instead of creating one (ISA upgrades,
     compaction); ``search`` answers MEM_PTR; ``fidelity`` weighs a node's evidence.
+    ``allowed``: the opcodes this run may execute (None: all), named ``phase`` in errors;
+    ``scope``: the existing nodes it may name besides those it builds (None: any).
     """
 
     cycle: str = "run"
@@ -64,6 +69,9 @@ class VMContext:
     search: Callable[[str], str | None] | None = None
     fidelity: Callable[[str], float] = lambda _node: 1.0
     max_instructions: int = DEFAULT_MAX_INSTRUCTIONS
+    phase: str = "run"
+    allowed: frozenset[Opcode] | None = None
+    scope: frozenset[str] | None = None
 
 
 class VMResult(msgspec.Struct, frozen=True):
@@ -108,6 +116,10 @@ def run_program(program: Program, ctx: VMContext | None = None) -> VMResult:
         if executed >= ctx.max_instructions:
             return _failed(run, executed, f"max_instructions={ctx.max_instructions} reached", 0)
         executed += 1
+        if ctx.allowed is not None and inst.opcode not in ctx.allowed:
+            allowed = ", ".join(sorted(ctx.allowed))
+            error = f"L{inst.line}: {inst.opcode}: not allowed in the {ctx.phase} phase"
+            return _failed(run, executed, f"{error} (allowed: {allowed})", inst.line)
         if inst.opcode is Opcode.HALT:
             break
         try:
@@ -240,6 +252,13 @@ def _live_node(run: _Run, ref: str) -> str:
     node = run.view.node(resolved)
     if node is not None and node.pruned:
         raise ProgramError(f"node {ref!r} was pruned")
+    scope = run.ctx.scope
+    if scope is not None and resolved not in scope and resolved not in run.built:
+        raise ProgramError(
+            f"node {ref!r} was not built by this program; a {run.ctx.phase} program may"
+            " only name the nodes it builds"
+            + (f" and {', '.join(sorted(scope)[:6])}" if scope else "")
+        )
     return resolved
 
 

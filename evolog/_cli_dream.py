@@ -99,7 +99,13 @@ class _InputError(ValueError):
 
 def _parsed(args: Any) -> Any:
     from dream._parser import parse_program
+    from dream._program import ISA_REGISTRY
 
+    known = ISA_REGISTRY.versions()
+    if args.isa_version not in known:
+        raise _InputError(
+            f"--isa-version: expected one of {', '.join(known)}; got {args.isa_version!r}"
+        )
     return parse_program(_read_source(args.file), isa_version=args.isa_version)
 
 
@@ -125,7 +131,15 @@ def _cmd_isa_run(args: Any) -> int:
     from dream._vm import run_program
 
     program = _parsed(args)
-    result = run_program(program)
+    ctx = None
+    if args.phase:
+        from dream._opcodes import PHASE_OPCODES
+        from dream._vm import VMContext
+
+        # As the dream cycle runs that phase: its opcodes only, and only its own nodes.
+        label = "SWS/REM" if args.phase == "trace" else args.phase
+        ctx = VMContext(phase=label, allowed=PHASE_OPCODES[args.phase], scope=frozenset())
+    result = run_program(program, ctx)
     out = _program_json(program)
     del out["instructions"]
     out.update(msgspec.to_builtins(result))
@@ -287,6 +301,12 @@ def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         s = isa_sub.add_parser(name, help=text)
         s.add_argument("file", help="an ISA file, or - for stdin")
         s.add_argument("--isa-version", default="1.0")
+        if name == "run":
+            s.add_argument(
+                "--phase",
+                choices=["trace", "links", "compaction", "reconsolidation", "consolidation"],
+                help="run as the dream cycle runs this phase (its opcodes, its own nodes)",
+            )
         s.set_defaults(func=_wrap(func))
 
     d = sub.add_parser("dream", help="dream undreamed traces into strategies")
