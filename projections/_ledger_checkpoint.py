@@ -21,7 +21,7 @@ from ._ledger_follow import LedgerFollower
 from ._ledger_rules import LedgerRules
 from ._ledger_state import COLUMNS, Counters, State, Ticket
 
-FORMAT = 2
+FORMAT = 3  # 3: the "earned" column; tickets fixed at the decision
 
 
 class Mark(msgspec.Struct, frozen=True):
