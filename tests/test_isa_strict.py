@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_dream_cycle import EMBEDDER, trace_events
 
-from dream import Trace, dream, parse_program
+from dream import CycleError, DreamConfig, Trace, dream, parse_program
 from dream._dreamer import DreamProgram, LinkCandidate
 from dream._opcodes import PHASE_OPCODES, Opcode
 from dream._program import DiagnosticCode
@@ -170,7 +170,12 @@ def test_an_injected_prune_through_the_dreamer_deletes_nothing(tmp_path: Path) -
     log.append_many(trace_events("t1", "deploy the web app again", ["build", "push"]))
     log.append_many(trace_events("t2", "rotate the keys again", ["revoke", "issue"]))
     before = {e.src for e in load_memgraph(log).edges()}
-    report = dream(log, dreamer=_InjectedDreamer(victim, old), embedder=EMBEDDER)
+    events = log.stats()["events"]
+    with pytest.raises(CycleError, match=r"trace t1.*PRN_NODE: not allowed"):
+        dream(log, dreamer=_InjectedDreamer(victim, old), embedder=EMBEDDER)
+    assert log.stats()["events"] == events  # a failing dreamer appends nothing
+    config = DreamConfig(fallback=True)
+    report = dream(log, dreamer=_InjectedDreamer(victim, old), embedder=EMBEDDER, config=config)
     log_lines = "\n".join(report.cycles[0].phase_log)
     assert "fallback to heuristic for trace t1" in log_lines and "not allowed" in log_lines
     assert "fallback to heuristic for trace t2" in log_lines and "not built" in log_lines
