@@ -153,6 +153,35 @@ def scan(buf: bytes | memoryview, start: int, limit: int, copy: bool = True) -> 
     return ScanResult(committed, committed_end, offset)
 
 
+def damage(buf: bytes | memoryview, stopped_at: int, limit: int, seq: int) -> str | None:
+    """Why the bad bytes at ``stopped_at`` (where :func:`scan` stopped short of ``limit``)
+    are damage rather than a torn tail, or None for a torn tail.
+
+    A torn write is a short frame: the file ends inside it. A whole frame that fails its
+    checksum, or valid frames after a bad one, mean bytes changed in place: cutting them
+    would drop acknowledged events and hand their seqs out again. ``seq``: the seq after
+    the last whole frame before ``stopped_at``.
+    """
+    if _whole_frame_at(buf, stopped_at, limit):
+        return f"bad frame at byte {stopped_at}: a whole frame whose checksum does not match"
+    after = valid_frame_after(buf, stopped_at + 1, limit, seq)
+    if after is not None:
+        return f"bad frame at byte {stopped_at} followed by a valid frame at byte {after}"
+    return None
+
+
+def _whole_frame_at(buf: bytes | memoryview, offset: int, limit: int) -> bool:
+    """Whether a frame of full length starts at ``offset``, whatever its checksum says."""
+    if offset + OVERHEAD > limit:
+        return False
+    _, word, _, count = _unpack_header(buf, offset)
+    end = offset + (word & LENGTH_MASK) + OVERHEAD
+    if count and end <= limit and (end == limit or _unpack_footer(buf, end - 4)[0] == end - offset):
+        return True  # all its bytes are there: its length ends at EOF or at its own footer
+    # Or its length word is the damaged part: the file's last footer points back here.
+    return bool(_unpack_footer(buf, limit - 4)[0] == limit - offset)
+
+
 def valid_frame_after(buf: bytes | memoryview, offset: int, limit: int, seq: int) -> int | None:
     """Offset of a valid frame with seq >= ``seq`` somewhere after ``offset``, else None.
 

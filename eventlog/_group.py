@@ -68,6 +68,15 @@ class GroupCommit:
         self._unsynced = False  # bytes were written since the last fsync
         self._failed: Exception | None = None
 
+    def _group_after_fork(self) -> None:
+        """In a forked child: drop the parent's open group (the parent writes it) and the
+        thread state (the syncer did not survive the fork; a lock it held never unlocks)."""
+        self._mutex = threading.RLock()
+        self._group_init()
+        self._held = False
+        self._buffer = []
+        self._pending = {}
+
     # -- appending (the caller holds _mutex) ---------------------------------------------
     def _append_batched(self, prepared: Sequence[Prepared]) -> list[Receipt]:
         self._raise_failed()

@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import _frames as fr
+from . import _idindex as idx
 from . import _wal
 from ._codec import decode_array
 from ._errors import EventLogError
@@ -55,9 +56,33 @@ def verify(paths: Paths) -> VerifyReport:
     head = _check_wal(wal_files, manifest.sealed_seq, problems, notes, tail_ids)
     problems.extend(_duplicate_ids(paths, manifest.segments, tail_ids))
     events = max(head, manifest.sealed_seq)
+    indexed = _indexed_seq(paths)
+    if indexed > events:
+        problems.append(
+            f"wal: the log ends at seq {events} but the id index recorded seqs up to "
+            f"{indexed}; seqs {events + 1}..{indexed} are missing (a deleted or cut WAL file)"
+        )
     return VerifyReport(
         not problems, events, len(manifest.segments), len(wal_files), problems, notes
     )
+
+
+def _indexed_seq(paths: Paths) -> int:
+    """The newest seq the id index says the log holds (0 when it cannot tell), read
+    without writing: the index is the writers' cache and records only appended seqs."""
+    try:
+        with open(os.path.join(paths.id_index, "000.idx"), "rb") as f:
+            header = f.read(idx.HEADER_SIZE)
+        stamp = idx.store_stamp(paths.marker)
+    except OSError:
+        return 0
+    if len(header) < idx.HEADER_SIZE or header[:8] != idx.MAGIC:
+        return 0
+    if header[56:64] != stamp:
+        return 0  # a cache of another store (or a copy): the writer starts it again
+    _, _, covered, synced, boot, _ = idx.HEADER.unpack_from(header)
+    # After a reboot only what a seal fsynced is trusted (as the writer does).
+    return int(covered if boot == idx.current_boot_id() else min(covered, synced))
 
 
 def _check_segment(paths: Paths, info: SegmentInfo) -> list[str]:
@@ -117,9 +142,12 @@ def _check_wal(
             continue
         result = fr.scan(data, fr.FILE_HEADER.size, len(data))
         if result.committed_end != len(data):
-            after = fr.valid_frame_after(data, result.stopped_at + 1, len(data), expect)
-            if after is not None:
-                problems.append(f"wal/{name}: damaged frame at byte {result.stopped_at}")
+            # The seq after this file's own last whole frame, not the one it started at:
+            # the frames after damage are looked for by their seqs.
+            after = result.frames[-1].last_seq + 1 if result.frames else max(expect, base)
+            damage = fr.damage(data, result.stopped_at, len(data), after)
+            if damage is not None:
+                problems.append(f"wal/{name}: damaged frame ({damage})")
             else:
                 notes.append(
                     f"wal/{name}: torn tail of {len(data) - result.committed_end} bytes "

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from . import _frames as fr
 from ._errors import CorruptLogError
 from ._files import fsync_dir, write_all
+from ._store import Paths
 
 SUFFIX = ".wal"
 
@@ -70,17 +71,54 @@ def check_tail(path: str, fd: int, size: int, base: int) -> tuple[int, int, Repa
     next_seq = result.frames[-1].last_seq + 1 if result.frames else base
     if result.committed_end == size:
         return next_seq, size, None
-    after = fr.valid_frame_after(data, result.stopped_at + 1, size, next_seq)
-    if after is not None:
+    damage = fr.damage(data, result.stopped_at, size, next_seq)
+    if damage is not None:
         raise CorruptLogError(
-            f"{path}: bad frame at byte {result.stopped_at} followed by a valid frame at byte "
-            f"{after}; this is damage inside the log, not a torn tail. Run `evolog verify`."
+            f"{path}: {damage}; this is damage inside the log, not a torn tail. "
+            "Run `evolog verify`."
         )
     dropped = len(_pending_frames(data, result.committed_end, result.stopped_at))
     os.ftruncate(fd, result.committed_end)
     os.fsync(fd)
     repair = Repair(path, result.committed_end, size - result.committed_end, dropped)
     return next_seq, result.committed_end, repair
+
+
+def report_repair(recovery_log: str, repair: Repair) -> None:
+    """Say what a repair cut: a warning, and a line in the store's recovery log."""
+    import logging  # only on the rare repair path
+
+    import msgspec
+
+    from ._codec import now_us
+
+    line = msgspec.json.encode({"at_us": now_us(), **repair._asdict()})
+    logging.getLogger("evolog.eventlog").warning(
+        "cut a torn WAL tail: %s at byte %d (%d bytes, %d uncommitted frames)",
+        repair.path,
+        repair.offset,
+        repair.cut_bytes,
+        repair.dropped_frames,
+    )
+    with open(recovery_log, "ab") as f:
+        f.write(line + b"\n")
+
+
+def missing_error(paths: Paths, head: int, indexed: int, seen: int) -> CorruptLogError:
+    """The error for a log that ends at ``head`` although later seqs were known to exist
+    (recorded in the id index up to ``indexed``; seen by this writer up to ``seen``)."""
+    if seen > head:
+        return CorruptLogError(
+            f"{paths.wal}: the log ends at seq {head} but this writer saw seqs up to {seen}; "
+            f"seqs {head + 1}..{seen} are missing (a deleted or cut WAL file). Nothing was "
+            "appended; run `evolog verify`."
+        )
+    return CorruptLogError(
+        f"{paths.wal}: the log ends at seq {head} but the id index recorded seqs up to "
+        f"{indexed}; seqs {head + 1}..{indexed} are missing (a deleted or cut WAL file). "
+        f"Nothing was appended. If the log was restored from an older copy on purpose, "
+        f"delete {paths.id_index} (a cache, rebuilt from the log) and retry."
+    )
 
 
 def check_header(header: bytes | memoryview, path: str, base: int) -> None:
@@ -151,11 +189,10 @@ def read_frames(wal: WalFile, mapped: bool = False) -> list[fr.Frame]:
         # A torn tail (a writer mid-append, or killed) is skipped; damage with whole frames
         # after it is not: a reader would silently miss them and a seal would delete them.
         next_seq = result.frames[-1].last_seq + 1 if result.frames else wal.base
-        after = fr.valid_frame_after(data, result.stopped_at + 1, wal.size, next_seq)
-        if after is not None:
+        damage = fr.damage(data, result.stopped_at, wal.size, next_seq)
+        if damage is not None:
             raise CorruptLogError(
-                f"{wal.path}: bad frame at byte {result.stopped_at} followed by a valid frame "
-                f"at byte {after}; this is damage inside the log. Run `evolog verify`."
+                f"{wal.path}: {damage}; this is damage inside the log. Run `evolog verify`."
             )
     return result.frames
 

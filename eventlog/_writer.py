@@ -15,10 +15,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Literal, NamedTuple
 
-import msgspec
-
+from . import _fork, _wal
 from . import _frames as fr
-from . import _wal
 from ._codec import gc_paused, now_us
 from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
@@ -71,14 +69,16 @@ class Writer(GroupCommit):
         self._dsync = durability == "always"
         self.group_size = group_size
         self.group_ms = group_ms
-        self._lock = FileLock(paths.write_lock)
+        self._lock = self._open_lock()
         self._mutex = threading.RLock()
         self._index: IdIndex | None = None
         self._fd = -1
         self._base = 0
         self._size = 0
         self._next_seq = 0
-        self._dir_stamp = -1
+        self._prefix = paths.wal + os.sep
+        # The newest seq this writer knows to exist (it saw it in the log, or wrote it).
+        self._seen = 0
         self._held = False
         self._buffer: list[tuple[int, bytes, str]] = []  # (seq, body, id)
         self._pending: dict[str, int] = {}
@@ -86,8 +86,13 @@ class Writer(GroupCommit):
         # in seq order (consecutive seqs); covered_seq stays behind them until they are.
         self._lag: dict[str, int] = {}
         self._closed = False
+        self._fork_error = ""
         self._group_init()
         self.repairs: list[_wal.Repair] = []
+        _fork.track(self)
+
+    def _open_lock(self) -> FileLock:
+        return FileLock(self.paths.write_lock)
 
     # -- lock-held state -------------------------------------------------------------
     def _sync(self) -> None:
@@ -100,18 +105,7 @@ class Writer(GroupCommit):
             raise storage_error(exc, f"appending to {self.paths.root}") from None
 
     def _sync_state(self) -> None:
-        stamp = os.stat(self.paths.wal).st_mtime_ns
-        changed = stamp != self._dir_stamp or self._fd < 0
-        if changed:
-            self._open_active()
-            self._dir_stamp = os.stat(self.paths.wal).st_mtime_ns
-        size = os.fstat(self._fd).st_size
-        if size != self._size:
-            changed = True
-            path = os.path.join(self.paths.wal, _wal.wal_name(self._base))
-            self._next_seq, self._size, repair = _wal.check_tail(path, self._fd, size, self._base)
-            if repair is not None:
-                self._report(repair)
+        changed = self._follow_active()
         # The index file is looked at only when the log changed since this writer's last
         # append: until then no other writer appended, and this writer's mapping (even of an
         # index deleted meanwhile) holds exactly what the log says. Any change (another
@@ -122,17 +116,62 @@ class Writer(GroupCommit):
             self._index = None
         index = self._index_open()
         covered = index.covered_seq
-        if covered > self._next_seq - 1:
-            # The index knows seqs this log does not have (the log was restored from an
-            # older copy): its entries cannot be told from ours, so start it again.
-            index.reset(store_stamp(self.paths.marker))
-            covered = index.covered_seq
-        if covered == self._next_seq - 1:
+        head = self._next_seq - 1
+        if covered > head or self._seen > head:
+            # Seqs known to exist are not in the log: a WAL file was deleted or cut, or the
+            # log was restored from an older copy. Handing them out again would give one
+            # seq to two events, so refuse (deleting the index accepts a deliberate restore).
+            raise _wal.missing_error(self.paths, head, covered, self._seen)
+        self._seen = head
+        if covered == head:
             self._lag.clear()  # nothing missing (another writer may have caught ours up)
         elif not self._only_own_lag_missing(covered):
             # Missing ids that are not just our own lag: read them from the log.
             self._lag.clear()
-            catch_up(self.paths, index, self._next_seq - 1)
+            catch_up(self.paths, index, head)
+
+    def _follow_active(self) -> bool:
+        """Make ``_fd`` the newest WAL file and ``_next_seq`` its next seq; whether anything
+        changed since this writer's last look.
+
+        A seal rotates to a new file named by the seq after the last one in this file, and
+        later deletes this one: both are seen by identity (that name exists; this file has no
+        link left), never by timestamps, which a rotation can share on coarse-grained
+        filesystems. One fstat and one access per append, as cheap as the directory stat
+        they replace.
+        """
+        changed = False
+        for _ in range(100):
+            if self._fd < 0:
+                self._open_active()
+                changed = True
+            st = os.fstat(self._fd)
+            if st.st_nlink == 0:  # deleted: sealed (then a newer file exists), or lost
+                self._close_active()
+                continue
+            if st.st_size != self._size:
+                changed = True
+                path = self._prefix + _wal.wal_name(self._base)
+                self._next_seq, self._size, repair = _wal.check_tail(
+                    path, self._fd, st.st_size, self._base
+                )
+                if repair is not None:
+                    self.repairs.append(repair)
+                    _wal.report_repair(self.paths.recovery_log, repair)
+            if self._next_seq == self._base or not os.access(
+                f"{self._prefix}{self._next_seq:020d}{_wal.SUFFIX}", os.F_OK
+            ):
+                return changed  # (an empty file is never rotated away from)
+            self._close_active()  # rotated: the newer file is the active one
+        raise CorruptLogError(f"{self.paths.wal}: WAL files keep changing; cannot append")
+
+    def _close_active(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            # What the closed file held exists: the next file must hold it too, or carry on
+            # from it (a deleted newest file is caught here, even before the index knows).
+            self._seen = max(self._seen, self._next_seq - 1)
 
     def _only_own_lag_missing(self, covered: int) -> bool:
         """Whether the index lacks exactly the ids of this writer's lag, nothing else."""
@@ -143,15 +182,16 @@ class Writer(GroupCommit):
         return covered == first - 1 and last == self._next_seq - 1
 
     def _open_active(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._close_active()
         files = _wal.list_wal(self.paths.wal)
         if files:
             self._base, path = files[-1]
             self._fd = _wal.open_append(path, self._dsync)
         else:
             sealed = FileCommitter(self.paths.manifest).load().sealed_seq
+            covered = self._index_open().covered_seq
+            if covered > sealed or self._seen > sealed:  # checked before a file is made
+                raise _wal.missing_error(self.paths, sealed, covered, self._seen)
             self._base = sealed + 1
             self._fd, _ = _wal.create(self.paths.wal, self._base, self._dsync)
         self._size = -1
@@ -165,21 +205,6 @@ class Writer(GroupCommit):
             index.check_boot()
             self._index = index
         return self._index
-
-    def _report(self, repair: _wal.Repair) -> None:
-        import logging  # only on the rare repair path
-
-        self.repairs.append(repair)
-        line = msgspec.json.encode({"at_us": now_us(), **repair._asdict()})
-        logging.getLogger("evolog.eventlog").warning(
-            "cut a torn WAL tail: %s at byte %d (%d bytes, %d uncommitted frames)",
-            repair.path,
-            repair.offset,
-            repair.cut_bytes,
-            repair.dropped_frames,
-        )
-        with open(self.paths.recovery_log, "ab") as f:
-            f.write(line + b"\n")
 
     # -- appends -----------------------------------------------------------------------
     def append_many(
@@ -232,7 +257,7 @@ class Writer(GroupCommit):
     def _commit(self, prepared: list[Prepared]) -> list[Receipt]:
         with self._mutex:
             if self._closed:
-                raise ClosedError("the event log is closed")
+                raise ClosedError(self._fork_error or "the event log is closed")
             if self.durability == "batch":
                 return self._append_batched(prepared)
             self._lock.acquire()  # not lock.held(): a generator context costs a durable
@@ -346,7 +371,6 @@ class Writer(GroupCommit):
                     self._fd = fd
                     self._base = self._next_seq
                     self._size = fr.FILE_HEADER.size
-                    self._dir_stamp = os.stat(self.paths.wal).st_mtime_ns
                 return self._base
 
     def sync_index(self, seq: int) -> None:

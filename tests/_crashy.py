@@ -60,6 +60,11 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--ready", action="store_true")
     p.add_argument("--frame-bytes", type=int, default=0, help="cut batches into small frames")
     p.add_argument("--row-group-rows", type=int, default=0, help="seal in many small row groups")
+    p.add_argument(
+        "--coarse-mtime",
+        action="store_true",
+        help="every WAL file created or deleted leaves wal/'s mtime as it was",
+    )
     return p.parse_args()
 
 
@@ -196,8 +201,32 @@ def run_crashpoint(log: EventLog, acks: Acks, a: argparse.Namespace) -> None:
     print("completed", flush=True)
 
 
+def _coarse_mtime() -> None:
+    """A filesystem whose timestamps tick too slowly to tell a rotation: each change to
+    wal/ (a new WAL file, a sealed one deleted) keeps the directory's previous mtime."""
+    from eventlog import _wal
+
+    def kept(real: Callable[..., Any], directory: Callable[..., str]) -> Callable[..., Any]:
+        def op(*args: Any, **kwargs: Any) -> Any:
+            path = directory(*args)
+            if os.path.basename(path) != "wal":
+                return real(*args, **kwargs)
+            st = os.stat(path)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+        return op
+
+    _wal.create = kept(_wal.create, lambda directory, *_: directory)
+    os.unlink = kept(os.unlink, lambda path, *_: os.path.dirname(path))
+
+
 def main() -> int:
     a = _parse()
+    if a.coarse_mtime:
+        _coarse_mtime()
     if a.frame_bytes:
         from eventlog import _frames
 
