@@ -2,7 +2,10 @@
 
 Seal, step by step, and what a crash at each step leaves behind:
 
-1. rotate the WAL (under the write lock): appends continue in a new file;
+1. rotate the WAL (under the write lock): the active file loses its write permission
+   (how other writers tell, see eventlog._active), then appends continue in a new file
+   -- a crash between the two leaves a read-only newest file: its next writer makes the
+   new file;
 2. write the segment to a temp name, fsync, rename, fsync the directory
    -- a crash leaves a file the manifest does not list: ignored, collected later;
 3. fsync the id index up to the sealed seq;

@@ -1,15 +1,18 @@
 """The write-ahead tail: numbered WAL files, the newest one active.
 
 Files are named by the first seq they may hold (``<base:020d>.wal``). Sealing rotates to a
-new file under the write lock, then seals and deletes the older files without holding it,
-so appends never wait for Parquet. Every method here expects the caller to hold the write
+new file under the write lock (the old one made read-only first: see eventlog._active),
+then seals and deletes the older files without holding it, so appends never wait for
+Parquet. Every method here expects the caller to hold the write
 lock, except the read-only helpers.
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 from typing import NamedTuple
 
 from . import _frames as fr
@@ -18,6 +21,10 @@ from ._files import fsync_dir, write_all
 from ._store import Paths
 
 SUFFIX = ".wal"
+#: The mark of the active file: a rotation takes the write permission off the file it
+#: leaves, which every writer sees in the fstat it makes anyway (no syscall more per
+#: append, and no timestamp, which a rotation can share with the previous change).
+WRITABLE = stat.S_IWUSR
 
 
 def wal_name(base: int) -> str:
@@ -144,12 +151,30 @@ def _pending_frames(data: bytes, start: int, stop: int) -> list[fr.Frame]:
     return frames
 
 
+def retire(fd: int, directory: str) -> int:
+    """Mark a WAL file as rotated away from (no write permission); return its old mode."""
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    os.fchmod(fd, mode & ~0o222)
+    if os.fstat(fd).st_mode & WRITABLE:
+        os.fchmod(fd, mode)
+        raise OSError(
+            errno.ENOTSUP,
+            "this filesystem ignores file modes, which tell writers that a seal rotated the "
+            "WAL; cannot seal here",
+            directory,
+        )
+    return mode
+
+
 def create(directory: str, base: int, dsync: bool = False) -> tuple[int, str]:
     """Create a new WAL file atomically (header, fsync, rename, dir fsync); open it."""
     path = os.path.join(directory, wal_name(base))
     tmp = path + ".tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
+        mode = os.fstat(fd).st_mode
+        if not mode & WRITABLE:  # a umask without it would make the file look retired
+            os.fchmod(fd, stat.S_IMODE(mode) | WRITABLE)
         write_all(fd, fr.file_header(base))
         os.fsync(fd)
     finally:

@@ -17,6 +17,7 @@ from typing import Literal, NamedTuple
 
 from . import _fork, _wal
 from . import _frames as fr
+from ._active import ActiveWal
 from ._codec import gc_paused, now_us
 from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
@@ -24,7 +25,6 @@ from ._files import FileLock, storage_error, write_all
 from ._group import GroupCommit
 from ._idindex import IdIndex, store_stamp
 from ._idsync import catch_up
-from ._manifest import FileCommitter
 from ._prepare import Prepared, prepare_many, prepare_one
 from ._store import Paths
 
@@ -50,7 +50,7 @@ class Receipt(NamedTuple):
 _receipt = functools.partial(tuple.__new__, Receipt)
 
 
-class Writer(GroupCommit):
+class Writer(GroupCommit, ActiveWal):
     """Appends to one store; safe across threads and processes."""
 
     def __init__(
@@ -76,7 +76,6 @@ class Writer(GroupCommit):
         self._base = 0
         self._size = 0
         self._next_seq = 0
-        self._prefix = paths.wal + os.sep
         # The newest seq this writer knows to exist (it saw it in the log, or wrote it).
         self._seen = 0
         self._held = False
@@ -130,49 +129,6 @@ class Writer(GroupCommit):
             self._lag.clear()
             catch_up(self.paths, index, head)
 
-    def _follow_active(self) -> bool:
-        """Make ``_fd`` the newest WAL file and ``_next_seq`` its next seq; whether anything
-        changed since this writer's last look.
-
-        A seal rotates to a new file named by the seq after the last one in this file, and
-        later deletes this one: both are seen by identity (that name exists; this file has no
-        link left), never by timestamps, which a rotation can share on coarse-grained
-        filesystems. One fstat and one access per append, as cheap as the directory stat
-        they replace.
-        """
-        changed = False
-        for _ in range(100):
-            if self._fd < 0:
-                self._open_active()
-                changed = True
-            st = os.fstat(self._fd)
-            if st.st_nlink == 0:  # deleted: sealed (then a newer file exists), or lost
-                self._close_active()
-                continue
-            if st.st_size != self._size:
-                changed = True
-                path = self._prefix + _wal.wal_name(self._base)
-                self._next_seq, self._size, repair = _wal.check_tail(
-                    path, self._fd, st.st_size, self._base
-                )
-                if repair is not None:
-                    self.repairs.append(repair)
-                    _wal.report_repair(self.paths.recovery_log, repair)
-            if self._next_seq == self._base or not os.access(
-                f"{self._prefix}{self._next_seq:020d}{_wal.SUFFIX}", os.F_OK
-            ):
-                return changed  # (an empty file is never rotated away from)
-            self._close_active()  # rotated: the newer file is the active one
-        raise CorruptLogError(f"{self.paths.wal}: WAL files keep changing; cannot append")
-
-    def _close_active(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-            # What the closed file held exists: the next file must hold it too, or carry on
-            # from it (a deleted newest file is caught here, even before the index knows).
-            self._seen = max(self._seen, self._next_seq - 1)
-
     def _only_own_lag_missing(self, covered: int) -> bool:
         """Whether the index lacks exactly the ids of this writer's lag, nothing else."""
         if not self._lag:
@@ -180,21 +136,6 @@ class Writer(GroupCommit):
         first = next(iter(self._lag.values()))
         last = next(reversed(self._lag.values()))
         return covered == first - 1 and last == self._next_seq - 1
-
-    def _open_active(self) -> None:
-        self._close_active()
-        files = _wal.list_wal(self.paths.wal)
-        if files:
-            self._base, path = files[-1]
-            self._fd = _wal.open_append(path, self._dsync)
-        else:
-            sealed = FileCommitter(self.paths.manifest).load().sealed_seq
-            covered = self._index_open().covered_seq
-            if covered > sealed or self._seen > sealed:  # checked before a file is made
-                raise _wal.missing_error(self.paths, sealed, covered, self._seen)
-            self._base = sealed + 1
-            self._fd, _ = _wal.create(self.paths.wal, self._base, self._dsync)
-        self._size = -1
 
     def _index_open(self) -> IdIndex:
         if self._index is None:
@@ -365,12 +306,16 @@ class Writer(GroupCommit):
             with self._lock.held():
                 self._sync()
                 if self._size > fr.FILE_HEADER.size:
-                    # Create first: if that fails (a full disk) the old file stays active.
-                    fd, _ = _wal.create(self.paths.wal, self._next_seq, self._dsync)
-                    os.close(self._fd)
-                    self._fd = fd
-                    self._base = self._next_seq
-                    self._size = fr.FILE_HEADER.size
+                    # Retire, then create: a crash between leaves a retired newest file,
+                    # whose next writer makes the next file. (Created first, a crash would
+                    # leave the old file's writers unaware of the new one.)
+                    mode = _wal.retire(self._fd, self.paths.wal)
+                    try:
+                        self._start_next()
+                    except BaseException:
+                        with contextlib.suppress(OSError):  # (a full disk): stays active
+                            os.fchmod(self._fd, mode)
+                        raise
                 return self._base
 
     def sync_index(self, seq: int) -> None:

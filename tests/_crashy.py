@@ -165,7 +165,7 @@ def run_fsize_seal(log: EventLog, acks: Acks, a: argparse.Namespace) -> None:
         print("sealed", flush=True)
 
 
-_FILE_OPS = ("replace", "rename", "unlink", "fsync", "fdatasync", "ftruncate")
+_FILE_OPS = ("replace", "rename", "unlink", "fsync", "fdatasync", "ftruncate", "fchmod")
 
 
 def _arm_crash(at: int) -> None:

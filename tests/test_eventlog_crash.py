@@ -152,8 +152,9 @@ def test_kill_writer_long(
 
 @pytest.mark.parametrize("op", ["seal", "compact"])
 def test_kill_at_every_step_of(tmp_path: Path, op: str) -> None:
-    """SIGKILL before each durable file operation (fsync, rename, unlink, truncate) of a
-    seal or a compaction: every crash point recovers to the same log."""
+    """SIGKILL before each durable file operation (fsync, rename, unlink, truncate, the
+    chmod that retires a WAL file) of a seal or a compaction: every crash point recovers
+    to the same log."""
     n = 60
     want = [f"x-{i}" for i in range(n)]
     for at in range(1, 200):

@@ -93,6 +93,22 @@ def test_many_rotations_within_one_tick(store: Path) -> None:
     assert _ids(store) == want
 
 
+def test_a_rotation_stopped_between_its_two_steps(store: Path) -> None:
+    """A seal killed after it retired the active file (read-only), before it made the next
+    one: the next writer makes it, an open writer included."""
+    with EventLog(store, auto_seal="off") as a:
+        assert a.append(Note(id="e1")) == 1
+        (wal,) = sorted((store / "wal").glob("*.wal"))
+        os.chmod(wal, 0o444)
+        assert a.append(Note(id="e2")) == 2
+        with EventLog(store, auto_seal="off") as b:
+            assert b.append(Note(id="e3")) == 3
+            assert len(list((store / "wal").glob("*.wal"))) == 2
+            b.seal()
+        assert a.append(Note(id="e4")) == 4
+    assert _ids(store) == ["e1", "e2", "e3", "e4"]
+
+
 # -- a deleted newest WAL file -----------------------------------------------------------
 
 
