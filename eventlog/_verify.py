@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 
 import msgspec
 import pyarrow as pa
@@ -67,20 +68,25 @@ def verify(paths: Paths) -> VerifyReport:
     )
 
 
+# The id index's first 64 bytes (every version): magic, ntables, covered_seq, synced_seq,
+# boot id, count, store stamp.
+_INDEX_HEAD = struct.Struct("<8sQQQ16sQ8s")
+
+
 def _indexed_seq(paths: Paths) -> int:
     """The newest seq the id index says the log holds (0 when it cannot tell), read
     without writing: the index is the writers' cache and records only appended seqs."""
     try:
         with open(os.path.join(paths.id_index, "000.idx"), "rb") as f:
-            header = f.read(idx.HEADER_SIZE)
+            header = f.read(_INDEX_HEAD.size)
         stamp = idx.store_stamp(paths.marker)
     except OSError:
         return 0
-    if len(header) < idx.HEADER_SIZE or header[:8] != idx.MAGIC:
+    if len(header) < _INDEX_HEAD.size or not header.startswith(b"EVLIDX"):
         return 0
-    if header[56:64] != stamp:
-        return 0  # a cache of another store (or a copy): the writer starts it again
-    _, _, covered, synced, boot, _ = idx.HEADER.unpack_from(header)
+    _, _, covered, synced, boot, _, index_stamp = _INDEX_HEAD.unpack(header)
+    if index_stamp != stamp:
+        return 0  # a cache of another store (or of a copy): the writer starts it again
     # After a reboot only what a seal fsynced is trusted (as the writer does).
     return int(covered if boot == idx.current_boot_id() else min(covered, synced))
 
