@@ -29,6 +29,7 @@ from eventlog import (
     Personality,
     Signal,
 )
+from eventlog._rules import STATUSES
 from eventlog._signalkey import compute_signal_key, extract_error_signature, parse_iso_ms
 
 from ._evolver_export import PATCH_FIELD, canonical_evolver
@@ -209,15 +210,22 @@ def _outcome(obj: dict[str, Any], env: dict[str, Any]) -> Event:
         **env,
         **_signal_fields(obj),
         **_common(obj),
-        action_id=_str(_get(obj, "action", "id")) or "",
+        # The log requires an outcome's action and a status of eventlog.STATUSES; evolver
+        # takes any text. What does not fit is stored as the event id and "unknown" (edges
+        # treat every non-verdict alike), and the patch gives the original back on export.
+        action_id=_str(_get(obj, "action", "id")) or env["id"],
         hypothesis_id=_str(_get(obj, "hypothesis", "id")),
-        status=_str(_get(obj, "outcome", "status")) or "",
+        status=_status(_str(_get(obj, "outcome", "status"))),
         score=_float(_get(obj, "outcome", "score")),
         note=_str(_get(obj, "outcome", "note")),
         current_signals=_strs(_get(obj, "outcome", "observed", "current_signals")),
         half_life_days=_float(_get(obj, "confidence", "half_life_days")),
         baseline=_obj(obj.get("baseline")),
     )
+
+
+def _status(status: str | None) -> str:
+    return status if status in STATUSES else "unknown"
 
 
 def _stats_fields(obj: dict[str, Any]) -> dict[str, Any]:

@@ -61,6 +61,7 @@ from ._events import (
     Tick,
 )
 from ._ids import new_id
+from ._rules import STATUSES, TS_MAX
 from ._snapshot import Snapshot, TailRecords
 from ._store import Paths, init_store
 from ._union import EVENT_TYPES, KINDS, AnyEvent
@@ -98,6 +99,8 @@ __all__ = [
     "KINDS",
     "MAX_EVENT_BYTES",
     "SCHEMA_VERSION",
+    "STATUSES",
+    "TS_MAX",
     "AnyEvent",
     "Attempt",
     "ChildStep",

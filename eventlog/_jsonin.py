@@ -13,6 +13,7 @@ import msgspec
 from ._codec import json_decoder
 from ._errmsg import validation_error
 from ._errors import InvalidEventError
+from ._rules import ts_problem
 from ._union import KINDS, AnyEvent
 
 
@@ -25,7 +26,7 @@ def parse_ts(value: Any, where: str = "") -> int:
             field="ts",
         )
     if isinstance(value, int):
-        return value
+        return _in_range(value, where)
     from datetime import UTC, datetime  # not on the hook path: ts is usually an int
 
     try:
@@ -39,7 +40,14 @@ def parse_ts(value: Any, where: str = "") -> int:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     delta = parsed - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return _in_range((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds, where)
+
+
+def _in_range(ts: int, where: str) -> int:
+    problem = ts_problem(ts)
+    if problem:
+        raise InvalidEventError(f"field 'ts': {problem}", where=where, field="ts")
+    return ts
 
 
 def check_fields(data: Any, where: str = "") -> None:
@@ -61,6 +69,22 @@ def check_fields(data: Any, where: str = "") -> None:
 
 def from_json(line: bytes | str, where: str = "") -> AnyEvent:
     """Decode one JSON event, with a one-line error naming the field on failure."""
+    try:
+        return _from_json(line, where)
+    except RecursionError:
+        raise _too_deep(where) from None
+
+
+def _too_deep(where: str) -> InvalidEventError:
+    # msgspec and the checks below recurse once per nesting level; past the interpreter's
+    # limit that is a RecursionError, which is a property of the input, not a bug.
+    return InvalidEventError(
+        "expected JSON nested at most a few hundred levels deep; got deeper nesting",
+        where=where,
+    )
+
+
+def _from_json(line: bytes | str, where: str) -> AnyEvent:
     try:
         event = json_decoder().decode(line)
         check_fields(msgspec.json.decode(line), where)
@@ -107,6 +131,13 @@ def _json_problem(exc: Exception) -> str:
 
 def from_builtins(data: Any, where: str = "") -> AnyEvent:
     """Convert a dict (e.g. from a hook payload) to an event, validating it."""
+    try:
+        return _from_builtins(data, where)
+    except RecursionError:
+        raise _too_deep(where) from None
+
+
+def _from_builtins(data: Any, where: str) -> AnyEvent:
     if isinstance(data, dict) and isinstance(data.get("ts"), str):
         data = dict(data, ts=parse_ts(data["ts"], where))
     check_fields(data, where)

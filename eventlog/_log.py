@@ -94,6 +94,20 @@ class EventLog:
         self._maybe_seal()
         return receipts
 
+    def stored_differs(self, pairs: Iterable[tuple[Event, int]]) -> list[bool]:
+        """For each (event, seq) of an append answered as a duplicate at ``seq``: whether the
+        event differs from the one stored there (what the log fills in, such as a time of 0,
+        is compared only where the event gave it). It reads the log: meant for the
+        duplicate path only."""
+        from ._dupcheck import same_content, stored_events
+
+        pairs = list(pairs)
+        if not pairs:
+            return []
+        with self.snapshot() as snap:
+            stored = stored_events(snap, [seq for _, seq in pairs])
+        return [not same_content(event, stored[seq]) for event, seq in pairs]
+
     def flush(self) -> None:
         """Make group-committed appends durable now (and raise the error of a timed group
         commit that failed since the last call, if one did)."""

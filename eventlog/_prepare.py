@@ -21,6 +21,7 @@ from ._errors import EventTooLargeError, InvalidEventError
 from ._events import SCHEMA_VERSION, Attempt, Event
 from ._frames import array_header
 from ._ids import new_id, new_ids
+from ._rules import RULED, TS_MAX, check_rules, ts_problem
 from ._union import EVENT_TYPES, KINDS, AnyEvent
 from ._values import check_free_fields, free_fields, unencodable_error
 
@@ -48,7 +49,7 @@ def prepare_many(
     encode = _encoder.encode
     try:
         bodies = [encode(e) for e in filled]
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         bodies = [_encode(e, _where(where, i)) for i, e in enumerate(filled)]
     for i, body in enumerate(bodies):
         if len(body) > MAX_EVENT_BYTES:
@@ -57,6 +58,8 @@ def prepare_many(
     for i, e in enumerate(checked):
         if not _envelope_ok(e):
             _check_envelope(e, _where(where, i))
+        if type(e) in RULED:
+            check_rules(e, _where(where, i))
     return [
         (e, b, not o.id)  # type: ignore[misc]
         for e, b, o in zip(checked, bodies, events, strict=True)
@@ -77,7 +80,7 @@ def prepare_one(
     event = _filled(event, new_id(ts_default // 1000) if fresh else "", ts_default)
     try:
         body = _encoder.encode(event)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError, RecursionError):
         body = b""  # _encode below raises, naming the field
     if not body or len(body) > MAX_EVENT_BYTES:
         body = _encode(event, _where(where, 0))
@@ -91,8 +94,14 @@ def prepare_one(
         free = _FREE_CHECKS.get(type(checked))
         if free is not None and free[0](checked) != free[1]:
             check_free_fields(checked, _where(where, 0))
-    if len(checked.id) > MAX_ID_CHARS or checked.ts < 0 or not 1 <= checked.v <= SCHEMA_VERSION:
+    if (
+        len(checked.id) > MAX_ID_CHARS
+        or not 0 <= checked.ts <= TS_MAX
+        or not 1 <= checked.v <= SCHEMA_VERSION
+    ):
         _check_envelope(checked, _where(where, 0))
+    if type(checked) in RULED:
+        check_rules(checked, _where(where, 0))
     return checked, body, fresh  # type: ignore[return-value]
 
 
@@ -105,6 +114,11 @@ def _not_an_event(value: object, where: str) -> InvalidEventError:
 
 def _where(where: str, i: int) -> str:
     return f"{where}{i + 1}" if where else f"event {i + 1}"
+
+
+def fill_like(event: Event, ts: int) -> Event:
+    """``event`` (which has an id) with what append fills in, its time 0 taken as ``ts``."""
+    return _filled(event, "", ts)
 
 
 def _filled(event: Event, new_id: str, ts_default: int) -> Event:
@@ -172,7 +186,7 @@ def _key_fields_of(signals: list[Any]) -> tuple[str, str | None] | None:
 def _encode(event: Event, where: str) -> bytes:
     try:
         body = _encoder.encode(event)
-    except (TypeError, ValueError, OverflowError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         # Lone surrogates, ints past 64 bits, arbitrary objects: nothing a field can hold.
         raise unencodable_error(event, exc, where) from None
     if len(body) > MAX_EVENT_BYTES:
@@ -237,7 +251,9 @@ def _kind(event: Event) -> str:
 
 
 def _envelope_ok(event: Event) -> bool:
-    return len(event.id) <= MAX_ID_CHARS and event.ts >= 0 and 1 <= event.v <= SCHEMA_VERSION
+    return (
+        len(event.id) <= MAX_ID_CHARS and 0 <= event.ts <= TS_MAX and 1 <= event.v <= SCHEMA_VERSION
+    )
 
 
 def _check_envelope(event: Event, where: str) -> None:
@@ -252,12 +268,9 @@ def _check_envelope(event: Event, where: str) -> None:
             where=where,
             field="id",
         )
-    if event.ts < 0:
-        raise InvalidEventError(
-            f"{kind} event, field 'ts': expected microseconds >= 0; got {event.ts}",
-            where=where,
-            field="ts",
-        )
+    problem = ts_problem(event.ts)
+    if problem:
+        raise InvalidEventError(f"{kind} event, field 'ts': {problem}", where=where, field="ts")
     raise InvalidEventError(
         f"{kind} event, field 'v': expected a schema version from 1 to {SCHEMA_VERSION}; "
         f"got {event.v}",

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import msgspec
 
 from ._errors import StoreExistsError, StoreNotFoundError
-from ._files import atomic_write, fsync_dir
+from ._files import atomic_write, fsync_dir, storage_error
 
 MARKER = "EVOLOG"
 FORMAT = 1
@@ -56,10 +56,17 @@ def init_store(root: str | os.PathLike[str]) -> Paths:
             f"{paths.root}: expected an empty or missing directory for a new store; "
             "got a non-empty directory without an evolog store"
         )
-    for d in (paths.root, paths.wal, paths.segments, paths.id_index, paths.cache):
-        os.makedirs(d, exist_ok=True)
-    atomic_write(paths.marker, msgspec.json.encode({"format": FORMAT, "kind": "evolog-store"}))
-    fsync_dir(os.path.dirname(paths.root) or ".")
+    if os.path.exists(paths.root) and not os.path.isdir(paths.root):
+        raise StoreExistsError(
+            f"{paths.root}: expected an empty or missing directory for a new store; got a file"
+        )
+    try:
+        for d in (paths.root, paths.wal, paths.segments, paths.id_index, paths.cache):
+            os.makedirs(d, exist_ok=True)
+        atomic_write(paths.marker, msgspec.json.encode({"format": FORMAT, "kind": "evolog-store"}))
+        fsync_dir(os.path.dirname(paths.root) or ".")
+    except OSError as exc:  # a parent that is a file, no permission, a full disk
+        raise storage_error(exc, f"creating a store at {paths.root}") from None
     return paths
 
 

@@ -94,6 +94,6 @@ def unencodable_field(event: msgspec.Struct) -> str:
     for name in event.__struct_fields__:
         try:
             encoder.encode(getattr(event, name))
-        except (TypeError, ValueError, OverflowError):
+        except (TypeError, ValueError, OverflowError, RecursionError):
             return name
     return ""

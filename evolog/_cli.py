@@ -1,8 +1,10 @@
 """The ``evolog`` command: JSON in and out.
 
 Every command reads the store from ``--store`` or ``EVOLOG_STORE`` (default ``~/.evolog``).
-Errors print one line, ``evolog: error: ...``, and exit 2 (bad input) or 1 (anything
-else); the hook command never fails (see :mod:`evolog._hooks`).
+Errors print one line, ``evolog: error: ...``, and exit 2 (bad input, a mistake in the
+arguments) or 1 (anything else: a missing or corrupt store, a file-system error); ``verify``
+exits 1 when it finds a problem. A reader that leaves early (``evolog replay | head``) ends
+the command quietly. The hook command never fails (see :mod:`evolog._hooks`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from eventlog import EventLogError
 
@@ -27,10 +29,12 @@ def store_path(args: Any) -> str:
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
-    from eventlog import init_store
+    from eventlog import Paths, init_store
 
-    paths = init_store(args.dir or store_path(args))
-    _print_json({"store": paths.root, "created": True})
+    target = args.dir or store_path(args)
+    existed = os.path.exists(Paths.of(target).marker)
+    paths = init_store(target)
+    _print_json({"store": paths.root, "created": not existed})
     return 0
 
 
@@ -113,6 +117,11 @@ _FEATURE_LAYERS = {
 }
 
 
+_CORE_COMMANDS = frozenset(
+    ("init", "append", "replay", "stats", "verify", "seal", "compact", "hook", "demo")
+)
+
+
 def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
     """Commands of the projections, advice, dream and ledger layers (imported lazily)."""
     add: Callable[[Any], None]
@@ -171,11 +180,27 @@ def _add_core_commands(sub: Any) -> None:
     s.set_defaults(func=_cmd_hook)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The full parser, or with a feature ``command`` only the subparsers of its layer."""
+def _parser_class(command: str | None) -> type[argparse.ArgumentParser]:
     import argparse
 
-    p = argparse.ArgumentParser(prog="evolog", description="Event-sourced agent memory.")
+    # argparse reports an unknown option of a subcommand from the top parser: name the
+    # subcommand's help when the command line names one.
+    known = command in _FEATURE_LAYERS or command in _CORE_COMMANDS
+    hint = f"evolog {command} --help" if known else "evolog --help"
+
+    class Parser(argparse.ArgumentParser):
+        """argparse, with a mistake reported in one line and a pointer to ``--help``
+        (argparse's own report is the whole usage, a dozen lines, then the error)."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"evolog: error: {message} (see `{hint}`)\n")
+
+    return Parser
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or with a feature ``command`` only the subparsers of its layer."""
+    p = _parser_class(command)(prog="evolog", description="Event-sourced agent memory.")
     p.add_argument("--store", help="store directory (default: $EVOLOG_STORE or ~/.evolog)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -229,18 +254,37 @@ def _is_ours(exc: BaseException) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arglist = list(sys.argv[1:] if argv is None else argv)
-    args = _fast_args(arglist) or build_parser(_command_of(arglist)).parse_args(arglist)
-    handler: Handler = args.func
     try:
+        args = _fast_args(arglist) or build_parser(_command_of(arglist)).parse_args(arglist)
+        handler: Handler = args.func
         return handler(args)
     except Exception as exc:
-        if not isinstance(exc, EventLogError) and not _is_ours(exc):
+        if isinstance(exc, BrokenPipeError):
+            return _reader_left()
+        if not isinstance(exc, (EventLogError, OSError)) and not _is_ours(exc):
             raise
-        print(f"evolog: error: {exc}", file=sys.stderr)
+        # One line for every error of ours (a corrupt or missing segment under any reading
+        # command included) and for a file-system error that reached this far unmapped.
+        print(f"evolog: error: {_one_line(exc)}", file=sys.stderr)
         return 2 if isinstance(exc, ValueError) else 1
-    except BrokenPipeError:
-        # `evolog replay | head`: the reader left; not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
     except KeyboardInterrupt:
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.strerror:  # not "[Errno 20] ...: 'path'"
+        text = exc.strerror
+        if exc.filename is not None and str(exc.filename) not in text:
+            text = f"{exc.filename}: {text}"
+    return " ".join((text or type(exc).__name__).split())
+
+
+def _reader_left() -> int:
+    """`evolog replay | head`: the reader left. Not an error of ours; exit quietly (and
+    keep Python's exit-time flush of stdout from failing again)."""
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

@@ -25,6 +25,11 @@ def add_advice_commands(subparsers: Any) -> None:
     """Register ``advise``, ``import`` and ``follow`` on the ``evolog`` sub-parsers."""
     s = subparsers.add_parser("advise", help="which gene to use for signals, which to avoid")
     s.add_argument("--signals", help="comma-separated signals (or JSON on stdin)")
+    s.add_argument(
+        "--signal",
+        action="append",
+        help="one signal, taken whole (commas included); repeat for more",
+    )
     s.add_argument("--genes", help="JSON file: a list of genes, or an object with 'genes'")
     s.add_argument("--policy", choices=["evolog", "evolver"], help="default: evolog")
     s.add_argument("--drift", action="store_true", default=None, help="random drift enabled")
@@ -101,9 +106,11 @@ def _genes_file(path: str) -> Any:
 def _query(args: argparse.Namespace) -> dict[str, Any]:
     from advice import InvalidInputError
 
-    query = _stdin_query() if args.signals is None or args.genes is None else {}
-    if args.signals is not None:
-        query["signals"] = [s for s in args.signals.split(",") if s]
+    given = args.signals is not None or bool(args.signal)
+    query = _stdin_query() if not given or args.genes is None else {}
+    if given:
+        split = [s for s in (args.signals or "").split(",") if s]
+        query["signals"] = [*split, *(args.signal or [])]
     if args.genes is not None:
         query["genes"] = _genes_file(args.genes)
     if args.drift is not None:
@@ -117,7 +124,24 @@ def _query(args: argparse.Namespace) -> dict[str, Any]:
             raise InvalidInputError(
                 f"{name}: expected --{name} or a JSON query on stdin with {name!r}; got neither"
             )
+    _check_text(query["signals"], "signals")
     return query
+
+
+def _check_text(values: Any, name: str) -> None:
+    """Refuse text that cannot be written back out as UTF-8 (a lone surrogate: from
+    invalid bytes in an argument, or a ``\\udcxx`` escape in JSON)."""
+    from advice import InvalidInputError
+
+    for i, value in enumerate(values if isinstance(values, list) else ()):
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidInputError(
+                    f"{name}[{i}]: expected UTF-8 text; got an unpaired surrogate or an "
+                    f"invalid byte at character {exc.start} of {value!r}"
+                ) from None
 
 
 def _advise(args: argparse.Namespace) -> Advice:

@@ -1,7 +1,7 @@
 """``evolog append``: one JSON event, NDJSON on stdin, or flags for the common kinds.
 
-Input is validated completely before anything is written; the whole input is then appended
-as one atomic batch, so a bad line leaves the log exactly as it was.
+Input is validated completely before anything is written, so a bad line leaves the log
+exactly as it was; the commit, Ctrl-C and large inputs are :mod:`evolog._cli_ingest`'s.
 """
 
 from __future__ import annotations
@@ -9,15 +9,17 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from eventlog import AnyEvent, EventLog, InvalidEventError, from_builtins, from_json
+from eventlog import AnyEvent, InvalidEventError, from_builtins, from_json
+
+from ._cli_ingest import MAX_LINE_BYTES, append_ndjson, commit, read_ndjson
 
 if TYPE_CHECKING:
     import argparse
 
-#: Longest NDJSON line read (the event cap applies to the msgpack encoding, 1 MiB).
-MAX_LINE_BYTES = 4 << 20
+__all__ = ["FLAGS", "MAX_LINE_BYTES", "add_append_arguments", "read_ndjson", "run_append"]
 
-# flag -> (field, parser). Lists are comma-separated; signals may also repeat --signal.
+# flag -> (field, parser). Lists are comma-separated; a signal may hold commas, so signals
+# also come one per repeated --signal.
 _LIST = "list"
 FLAGS: dict[str, tuple[str, str]] = {
     "id": ("id", "str"),
@@ -58,8 +60,15 @@ def add_append_arguments(p: argparse.ArgumentParser) -> None:
     )
     for flag in FLAGS:
         p.add_argument("--" + flag.replace("_", "-"), dest=flag)
-    p.add_argument("--ok", dest="ok", action="store_const", const=True)
-    p.add_argument("--failed", dest="ok", action="store_const", const=False)
+    p.add_argument(
+        "--signal",
+        dest="signal",
+        action="append",
+        help="one signal, taken whole (commas included); repeat for more",
+    )
+    ok = p.add_mutually_exclusive_group()
+    ok.add_argument("--ok", dest="ok", action="store_const", const=True)
+    ok.add_argument("--failed", dest="ok", action="store_const", const=False)
     p.add_argument(
         "--durability",
         choices=["always", "batch", "none"],
@@ -69,35 +78,26 @@ def add_append_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_append(args: Any, store: str) -> int:
-    events = _events_from(args)
-    if not events:
-        raise InvalidEventError("stdin: expected at least one JSON event; got no input")
-    # A hook process never seals inline: that would load pyarrow into it.
-    with EventLog(store, durability=args.durability, auto_seal="background") as log:
-        receipts = log.append_receipts(events, "event ", validated=True)
-    out = [{"seq": r.seq, "id": r.id, "duplicate": r.duplicate} for r in receipts]
-    import msgspec
-
-    payload = out[0] if args.event is not None else out
-    sys.stdout.buffer.write(msgspec.json.encode(payload) + b"\n")
-    return 0
-
-
-def _events_from(args: Any) -> list[AnyEvent]:
     if args.event is None:
         _reject_flags(args, "NDJSON input")
-        return read_ndjson(sys.stdin.buffer)
+        return append_ndjson(sys.stdin.buffer, store, args.durability)
+    return commit(store, args.durability, [_event_from(args)], single=True)
+
+
+def _event_from(args: Any) -> AnyEvent:
     text = args.event.strip()
     if text.startswith("{"):
         _reject_flags(args, "a JSON event")
-        return [from_json(text.encode("utf-8", "surrogateescape"), "argument")]
-    return [from_builtins(_flags_to_dict(text, args), "flags")]
+        return from_json(text.encode("utf-8", "surrogateescape"), "argument")
+    return from_builtins(_flags_to_dict(text, args), "flags")
 
 
 def _given_flags(args: Any) -> dict[str, Any]:
     given = {k: getattr(args, k, None) for k in FLAGS if getattr(args, k, None) is not None}
     if getattr(args, "ok", None) is not None:
         given["ok"] = args.ok
+    if getattr(args, "signal", None):
+        given["signal"] = args.signal
     return given
 
 
@@ -111,8 +111,13 @@ def _reject_flags(args: Any, what: str) -> None:
 def _flags_to_dict(kind: str, args: Any) -> dict[str, Any]:
     data: dict[str, Any] = {"kind": kind}
     for name, value in _given_flags(args).items():
-        parser = FLAGS[name][1] if name in FLAGS else "bool"
-        data[FLAGS[name][0] if name in FLAGS else name] = _parse(name, parser, value)
+        if name == "signal":
+            data["signals"] = [*data.get("signals", []), *value]
+        elif name == "ok":
+            data["ok"] = value
+        else:
+            field, parser = FLAGS[name]
+            data[field] = _parse(name, parser, value)
     return data
 
 
@@ -123,22 +128,10 @@ def _parse(name: str, parser: str, value: Any) -> Any:
             return [s for s in value.split(",") if s]
         if parser == "int":
             return int(value)
+        if parser == "ts" and value.strip().lstrip("-").isdigit():
+            return int(value)  # microseconds; anything else is ISO-8601 text
         if parser == "float":
             return float(value)
     except ValueError:
         raise InvalidEventError(f"{flag}: expected a number; got {value!r}", field=name) from None
     return value
-
-
-def read_ndjson(stream: Any) -> list[AnyEvent]:
-    """Decode every line first (blank lines skipped); any bad line rejects the input."""
-    events = []
-    for lineno, raw in enumerate(iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b""), 1):
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            raise InvalidEventError(
-                f"expected a line of at most {MAX_LINE_BYTES} bytes; got a longer one",
-                where=f"line {lineno}",
-            )
-        if raw.strip():
-            events.append(from_json(raw, f"line {lineno}"))
-    return events

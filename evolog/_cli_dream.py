@@ -193,9 +193,24 @@ def _cmd_dream_undo(args: Any) -> int:
     from eventlog import EventLog
 
     with EventLog(store_path(args)) as log:
+        _known_cycle(log, args.cycle)
         events = undo_cycle(log, args.cycle, cascade=args.cascade, reason=args.reason)
     _emit({"undone": [e.target_cycle for e in events]})
     return 0
+
+
+def _known_cycle(log: Any, cycle: str) -> None:
+    """Refuse an unknown cycle before undo takes the dream lock: a command that fails on its
+    input leaves the store as it was, without a new lock file. (``undo_cycle`` checks again
+    under the lock.)"""
+    from dream import UndoError
+    from projections._memgraph import load_memgraph
+
+    graph = load_memgraph(log)
+    live = [c.cycle for c in graph.cycles()]
+    if cycle not in live and cycle not in graph.retracted_cycles:
+        recent = ", ".join(live[-5:]) or "none"
+        raise UndoError(f"expected the id of a dream cycle; got {cycle!r} (recent: {recent})")
 
 
 def _cmd_dream_cycles(args: Any) -> int:

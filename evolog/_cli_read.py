@@ -7,6 +7,8 @@ import sys
 
 from eventlog import EventLog, InvalidEventError, parse_ts, to_json
 
+MAX_SEQ = 2**63 - 1
+
 
 def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
     """``--as-of``: digits are a seq; anything else an ISO-8601 event time."""
@@ -14,6 +16,8 @@ def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
         return None, None
     text = text.strip()
     if text.isdigit():
+        if int(text) > MAX_SEQ:  # a seq is a 64-bit integer everywhere it is stored
+            raise InvalidEventError(f"--as-of: expected a seq up to {MAX_SEQ}; got {text}")
         return int(text), None
     try:
         return None, parse_ts(text, "--as-of")

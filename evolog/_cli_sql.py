@@ -38,6 +38,9 @@ def add_sql_commands(sub: Any) -> None:
 
     s = sub.add_parser("edges", help="edge stats per (signal key, gene), or gene priors")
     s.add_argument("--signals", help="comma-separated signals (their evolver key is used)")
+    s.add_argument(
+        "--signal", action="append", help="one signal, taken whole (commas included); repeatable"
+    )
     s.add_argument("--key", help="a signal key, as stored")
     s.add_argument("--gene", help="comma-separated gene ids")
     s.add_argument("--priors", action="store_true", help="per-gene priors over all keys")
@@ -133,7 +136,8 @@ def _parse_now(text: str | None) -> int | None:
     if text is None:
         return None
     text = text.strip()
-    return int(text) if text.isdigit() else parse_ts(text, "--now")
+    # Digits are microseconds, held to the range of event times like an ISO time is.
+    return parse_ts(int(text) if text.isdigit() else text, "--now")
 
 
 @_errors
@@ -166,7 +170,7 @@ def run_edges(args: argparse.Namespace) -> int:
     else:
         keys = [args.key] if args.key else None
         table = proj.edges(
-            signals=_split(args.signals),
+            signals=_signals(args),
             keys=keys,
             genes=genes,
             mode=args.mode,
@@ -184,6 +188,13 @@ def run_export(args: argparse.Namespace) -> int:
     paths = _projections(args).export(args.dir, args.format, **_bounds(args))
     print(_json({"written": paths}, indent=2))
     return 0
+
+
+def _signals(args: argparse.Namespace) -> list[str] | None:
+    """``--signals`` split at commas, then each ``--signal`` whole."""
+    if args.signals is None and not args.signal:
+        return None
+    return [*(_split(args.signals) or []), *(args.signal or [])]
 
 
 def _split(text: str | None) -> list[str] | None:
