@@ -113,6 +113,10 @@ class EventLog:
         commit that failed since the last call, if one did)."""
         self._writer.flush()
 
+    def seal_due(self) -> bool:
+        """Whether the WAL has grown past the seal threshold."""
+        return self._writer.wal_size() >= self.seal_threshold_bytes
+
     def _maybe_seal(self) -> None:
         if self.auto_seal == "off" or self._writer.wal_size() < self.seal_threshold_bytes:
             return

@@ -22,11 +22,14 @@ from ._events import Event, Outcome, Step
 TS_MAX = 253_402_300_799_999_999
 
 #: The statuses an outcome may have. ``success`` and ``failed`` are verdicts (edges, advice
-#: and the ledger count them); ``partial`` and ``aborted`` end an attempt without one;
-#: ``measured`` says the result is the ``delta``; ``unknown`` records that no verdict was
-#: given (an imported evolver outcome whose status is none of these is stored as ``unknown``,
-#: its original text kept in ``evolver_patch``).
-STATUSES = frozenset({"aborted", "failed", "measured", "partial", "success", "unknown"})
+#: and the ledger count them); ``partial``, ``interrupted`` (a new task came before the end)
+#: and ``abandoned`` (the session ended first) end an attempt without one; ``measured`` says
+#: the result is the ``delta``; ``unknown`` records that no verdict was given (an imported
+#: evolver outcome whose status is none of these is stored as ``unknown``, its original text
+#: kept in ``evolver_patch``).
+STATUSES = frozenset(
+    {"abandoned", "failed", "interrupted", "measured", "partial", "success", "unknown"}
+)
 
 #: The kinds with rules of their own (a set lookup is all other kinds pay).
 RULED = frozenset({Outcome, Step})

@@ -152,3 +152,23 @@ def test_imported_evolver_statuses_are_kept_losslessly(tmp_path: Path) -> None:
         assert stored["o3"].action_id == "o3"  # type: ignore[attr-defined]
         back = [to_evolver(e) for e in log.replay()]
     assert [json.dumps(x) for x in back] == [json.dumps(x) for x in lines]
+
+
+def test_every_status_the_hook_writes_is_accepted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from _eventlog_util import REPO
+
+    store = tmp_path / "s"
+    for name in ("UserPromptSubmit", "UserPromptSubmit", "SessionEnd"):
+        payload = {"session_id": "s1", "hook_event_name": name, "prompt": "p", "reason": "exit"}
+        proc = subprocess.run(
+            [sys.executable, "-m", "evolog", "--store", str(store), "hook", "claude-code"],
+            input=json.dumps(payload).encode(), capture_output=True, cwd=REPO, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    with EventLog(store) as log:
+        statuses = [e.status for e in log.replay(kinds=["outcome"])]  # type: ignore[attr-defined]
+    assert statuses == ["interrupted", "abandoned"]
+    assert not (store / "dead-letter.ndjson").exists()
