@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from _eventlog_util import REPO
 
-from evolog._cli_ingest import CHUNK_EVENTS
 from eventlog import EventLog
+from evolog._cli_ingest import CHUNK_EVENTS
 
 # Runs ``evolog append`` in-process and reports its peak RSS (kB) on the last stderr line.
 _RSS_RUNNER = (
