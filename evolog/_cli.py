@@ -252,6 +252,11 @@ def _is_ours(exc: BaseException) -> bool:
     return False
 
 
+def _is_backend(exc: BaseException) -> bool:
+    """An error of pyarrow or duckdb (without importing either to ask)."""
+    return any(c.__module__.split(".")[0] in ("pyarrow", "duckdb") for c in type(exc).__mro__)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arglist = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -261,6 +266,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if isinstance(exc, BrokenPipeError):
             return _reader_left()
+        if _is_backend(exc):
+            # A storage library's error that no layer mapped (a damaged segment, say): a
+            # problem with the store, not with the command's input.
+            print(f"evolog: error: reading the store: {_one_line(exc)}", file=sys.stderr)
+            return 1
         if not isinstance(exc, (EventLogError, OSError)) and not _is_ours(exc):
             raise
         # One line for every error of ours (a corrupt or missing segment under any reading

@@ -4,7 +4,9 @@ Strategies are derived from the msgspec schema itself (``msgspec.inspect``), so 
 to any event kind is generated without touching this file. Values stay inside what the log
 promises to store losslessly: 64-bit signed integers, finite floats, Unicode text without lone
 surrogates (astral characters included, and favoured), and JSON values in free-form fields
-(``observed``, ``baseline``, ``selector``).
+(``observed``, ``baseline``, ``selector``); and inside what the log requires beyond types
+(``eventlog._rules``): event times up to ``TS_MAX``, outcomes with an action and a known status,
+steps with an index >= 0.
 
 Public strategies:
 
@@ -30,7 +32,18 @@ from typing import Any
 import msgspec
 from hypothesis import strategies as st
 
-from eventlog import EVENT_TYPES, MAX_EVENT_BYTES, Attempt, Event, Mutation, Personality
+from eventlog import (
+    EVENT_TYPES,
+    MAX_EVENT_BYTES,
+    STATUSES,
+    TS_MAX,
+    Attempt,
+    Event,
+    Mutation,
+    Outcome,
+    Personality,
+    Step,
+)
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -43,7 +56,7 @@ AWKWARD = '\x00\x01\x1f\x7f\n\r\t"\\/\u2028\u2029\ufeff\u200b\u202e\u00e9\u0301'
 
 INT64 = st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
 FLOATS = st.floats(allow_nan=False, allow_infinity=False)
-TIMESTAMPS = st.integers(min_value=1, max_value=INT64_MAX)
+TIMESTAMPS = st.integers(min_value=1, max_value=TS_MAX)  # the log's event-time range
 
 _chars = st.one_of(
     st.characters(codec="utf-8"),
@@ -156,6 +169,12 @@ def _complete(event: Event) -> Event:
     return msgspec.structs.replace(event, **changes) if changes else event
 
 
+_RULES: dict[type[Event], dict[str, st.SearchStrategy[Any]]] = {
+    Outcome: {"action_id": texts(min_size=1), "status": st.sampled_from(sorted(STATUSES))},
+    Step: {"index": st.integers(min_value=0, max_value=INT64_MAX)},
+}
+
+
 def _fits(event: Event) -> bool:
     return len(msgspec.msgpack.encode(event)) <= MAX_EVENT_BYTES
 
@@ -168,10 +187,13 @@ def events_of(cls: type[Event], complete: bool = True) -> st.SearchStrategy[Even
         for f in info.fields  # type: ignore[attr-defined]
         if f.name not in _ENVELOPE
     }
-    strategy = st.builds(
+    # What the log requires beyond types (eventlog._rules): always set, within its range.
+    required = _RULES.get(cls, {})
+    body = {name: strategy for name, strategy in body.items() if name not in required}
+    strategy: st.SearchStrategy[Event] = st.builds(
         lambda env, kw: cls(**env, **kw),
         _envelope(complete),
-        st.fixed_dictionaries({}, optional=body),
+        st.fixed_dictionaries(required, optional=body),
     )
     if complete:
         strategy = strategy.map(_complete)

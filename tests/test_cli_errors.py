@@ -98,14 +98,18 @@ def test_deep_json_to_append_is_one_line(store: Path) -> None:
     assert hash_tree(store) == before
 
 
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
 @pytest.mark.parametrize("command", [["replay"], ["stats"], ["ledger"]])
-def test_a_missing_segment_is_one_line(tmp_path: Path, command: list[str]) -> None:
+def test_a_damaged_segment_is_one_line(tmp_path: Path, command: list[str], damage: str) -> None:
     path = tmp_path / "s"
     with EventLog(path, create=True) as log:
         log.append_many([Note(id=f"n{i}", text="x") for i in range(3)])
         log.seal()
     for seg in (path / "segments").iterdir():
-        seg.unlink()
+        if damage == "missing":
+            seg.unlink()
+        else:
+            seg.write_bytes(seg.read_bytes()[: seg.stat().st_size // 2])
     proc = evolog(path, *command)
     assert b"Traceback" not in proc.stderr
     one_line_error(proc, proc.returncode)
