@@ -210,10 +210,7 @@ def _outcome(obj: dict[str, Any], env: dict[str, Any]) -> Event:
         **env,
         **_signal_fields(obj),
         **_common(obj),
-        # The log requires an outcome's action and a status of eventlog.STATUSES; evolver
-        # takes any text. What does not fit is stored as the event id and "unknown" (edges
-        # treat every non-verdict alike), and the patch gives the original back on export.
-        action_id=_str(_get(obj, "action", "id")) or env["id"],
+        action_id=_str(_get(obj, "action", "id")) or "",
         hypothesis_id=_str(_get(obj, "hypothesis", "id")),
         status=_status(_str(_get(obj, "outcome", "status"))),
         score=_float(_get(obj, "outcome", "score")),
@@ -225,6 +222,9 @@ def _outcome(obj: dict[str, Any], env: dict[str, Any]) -> Event:
 
 
 def _status(status: str | None) -> str:
+    # The log takes a status of eventlog.STATUSES; evolver takes any text. Another one is
+    # stored as "unknown" (edges treat every status but success and failed alike), and the
+    # patch gives the original back on export.
     return status if status in STATUSES else "unknown"
 
 

@@ -7,9 +7,11 @@ Checked in the prepare step, so a Python append, a JSON argument, NDJSON and the
   microsecond of year 9999: the projections turn event times into DuckDB timestamps and
   Python datetimes, and a later time cannot become a datetime (every query would fail with
   OverflowError for as long as the event is in the log, which is forever).
-* An ``outcome`` names its attempt (``action_id``) and says how it ended: ``status`` is one
-  of :data:`STATUSES`, or empty when the outcome carries a measured ``delta`` instead of a
-  verdict (the survival ledger's outcomes).
+* An ``outcome`` says what it is about: the attempt it ends (``action_id``), or, in
+  evolver's style, the ``gene`` and ``signals`` (or ``key``) it is scored under, or the
+  entries it credits (``decided_by``/``supported_by``). And it says how it ended: ``status``
+  is one of :data:`STATUSES`, or empty when the outcome carries a measured ``delta`` instead
+  of a verdict (the survival ledger's outcomes).
 * A ``step`` has an ``index`` >= 0.
 """
 
@@ -21,8 +23,8 @@ from ._events import Event, Outcome, Step
 #: The last event time the log accepts: 9999-12-31T23:59:59.999999Z, in microseconds.
 TS_MAX = 253_402_300_799_999_999
 
-#: The statuses an outcome may have. ``success`` and ``failed`` are verdicts (edges, advice
-#: and the ledger count them); ``partial``, ``interrupted`` (a new task came before the end)
+#: The statuses an outcome may have. ``success`` and ``failed`` are verdicts (edges and advice
+#: count them); ``partial``, ``interrupted`` (a new task came before the end)
 #: and ``abandoned`` (the session ended first) end an attempt without one; ``measured`` says
 #: the result is the ``delta``; ``unknown`` records that no verdict was given (an imported
 #: evolver outcome whose status is none of these is stored as ``unknown``, its original text
@@ -45,8 +47,15 @@ def ts_problem(ts: int) -> str | None:
 def check_rules(event: Event, where: str) -> None:
     """Raise InvalidEventError when ``event`` (of a :data:`RULED` kind) breaks its rules."""
     if type(event) is Outcome:
-        if not event.action_id:
-            _fail("outcome", "action_id", "expected the id of the attempt it ends; got none", where)
+        if not (
+            event.action_id
+            or event.gene
+            or event.signals
+            or event.key
+            or event.decided_by
+            or event.supported_by
+        ):
+            _fail("outcome", "action_id", _NO_SUBJECT, where)
         if event.status not in STATUSES and (event.status or event.delta is None):
             allowed = ", ".join(sorted(STATUSES))
             got = repr(event.status) if event.status else "none"
@@ -54,6 +63,12 @@ def check_rules(event: Event, where: str) -> None:
             _fail("outcome", "status", f"expected one of {allowed}{extra}; got {got}", where)
     elif type(event) is Step and event.index < 0:
         _fail("step", "index", f"expected an index >= 0; got {event.index}", where)
+
+
+_NO_SUBJECT = (
+    "expected what the outcome is about: the attempt it ends (action_id), or the gene, "
+    "signals or entries (decided_by, supported_by) it credits; got none of them"
+)
 
 
 def _fail(kind: str, field: str, detail: str, where: str) -> None:

@@ -165,7 +165,7 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(
     [
         (["append", "outcome", "--action-id", "a", "--status", "sucess"], "status"),
         (["append", "outcome", "--action-id", "a"], "status"),
-        (["append", "outcome", "--status", "success"], "action_id"),
+        (["append", "outcome", "--status", "success", "--score", "1"], "action_id"),
         (["append", "step", "--action-id", "a", "--index", "-1"], "index"),
         (["append", "note", "--ts", "253402300800000000"], "ts"),
         (["append", "note", "--ts", "-5"], "ts"),

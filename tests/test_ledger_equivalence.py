@@ -94,12 +94,19 @@ def _outcome(rng: random.Random, ids: list[str], actions: list[str], k: int) -> 
     own = rng.random() < 0.4
     action = rng.choice(actions) if actions and rng.random() < 0.7 else rng.choice([f"o{k}", ""])
     delta = rng.choice([None, 0.0, rng.gauss(0.4, 1.5), rng.gauss(3.0, 2.0), -rng.expovariate(0.5)])
+    decided = _names(rng, ids, 2) if own else []
+    supported = _names(rng, ids, 2) if own else []
+    gene = rng.choice([None, "g1", "g3"])
+    # The log's rules: an outcome is about something, and has a verdict or a measured delta.
+    if not (action or decided or supported or gene):
+        gene = "g1"
     return Outcome(
         action_id=action,
+        status="" if delta is not None else "success",
         delta=delta,
-        decided_by=_names(rng, ids, 2) if own else [],
-        supported_by=_names(rng, ids, 2) if own else [],
-        gene=rng.choice([None, "g1", "g3"]),
+        decided_by=decided,
+        supported_by=supported,
+        gene=gene,
     )
 
 

@@ -221,7 +221,7 @@ def test_per_event_matches_the_formula(store: Path, hl: float) -> None:
         "failed",
         "success",
         "success",
-        "x",
+        "partial",
         "failed",
         "success",
         "failed",
