@@ -4,9 +4,8 @@ Checked in the prepare step, so a Python append, a JSON argument, NDJSON and the
 ``evolog append`` all refuse the same events with the same one-line error.
 
 * ``ts`` lies in ``0 .. TS_MAX`` (0 means "now, at append"). ``TS_MAX`` is the last
-  microsecond of year 9999: the projections turn event times into DuckDB timestamps and
-  Python datetimes, and a later time cannot become a datetime (every query would fail with
-  OverflowError for as long as the event is in the log, which is forever).
+  microsecond of year 9999, the last time a Python ``datetime`` (and so every time the
+  projections show) can hold; a later one once made every query fail with OverflowError.
 * An ``outcome`` says what it is about: the attempt it ends (``action_id``), or, in
   evolver's style, the ``gene`` and ``signals`` (or ``key``) it is scored under, or the
   entries it credits (``decided_by``/``supported_by``). And it says how it ended: ``status``
