@@ -249,8 +249,11 @@ def _check_constraint_tail(
         description = " ".join(args[1:-1])
     else:
         description, cls = _constraint_parts(args)
-        if cls:
-            args = (*args[:-1], cls)
+        # Canonical form: (trace, description[, class]). Keeping the unquoted words as
+        # separate arguments would let a serialized program read back differently (a word
+        # the serializer must quote, followed by a bare word, becomes a quoted description
+        # plus an unknown class).
+        args = (args[0], description, cls) if cls else (args[0], description)
     if _is_blank(description):
         problems.append(ArgProblem(1, DiagnosticCode.EMPTY_ARG, "must not be blank"))
     return args, tuple(problems)
