@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from eventlog import Event, Snapshot, kind_of
+from eventlog import CorruptLogError, Event, Snapshot, kind_of
+from eventlog._manifest import SegmentInfo
 
 from ._errors import LogReadError
 from ._evolver_export import EVOLVER_KINDS, PATCH_FIELD
@@ -54,17 +55,22 @@ def row_of(event: Event) -> Row:
     )
 
 
-def _segment_rows(path: str, after: int, upto: int) -> Iterator[Row]:
+def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> Iterator[Row]:
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
+    from eventlog._segments import DAMAGE, open_segment, read_checked, segment_path
+
+    path = segment_path(directory, info)
     try:
-        pf = pq.ParquetFile(path)
+        # Size, rows and seq range against the manifest; page checksums verified.
+        pf = open_segment(directory, info)
         present = set(pf.schema_arrow.names)
         wanted = [c for c in (*_COLUMNS, "signals", PATCH_FIELD) if c in present]
-        table = pf.read(columns=wanted)
-    except (OSError, pa.ArrowException) as exc:
+        table = read_checked(pf, info, path, columns=wanted)
+    except CorruptLogError as exc:
+        raise LogReadError(str(exc)) from None
+    except DAMAGE as exc:
         raise LogReadError(f"{path}: cannot read a sealed segment: {exc}") from None
     mask = pc.and_(
         pc.and_(pc.greater(table["seq"], after), pc.less_equal(table["seq"], upto)),
@@ -124,9 +130,9 @@ def read_rows(snap: Snapshot, after: int, upto: int | None = None) -> tuple[int,
 
 
 def _rows(snap: Snapshot, after: int, head: int, events: Sequence[Event]) -> Iterator[Row]:
-    for info, path in zip(snap.segments, snap.segment_paths(), strict=True):
+    for info in snap.segments:
         if info.last_seq > after and info.first_seq <= head:
-            yield from _segment_rows(path, after, head)
+            yield from _segment_rows(snap.paths.segments, info, after, head)
     kinds = frozenset(EVOLVER_KINDS)
     for event in events:
         if kind_of(event) in kinds:

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from ._arrow import JSON_COLUMNS, SCHEMA, STRUCT_COLUMNS, arrow_type, column, events_to_table
 from ._codec import decode_array
+from ._errors import InvalidEventError
 from ._frames import array_header
 from ._union import EVENT_TYPES
 
@@ -59,12 +60,20 @@ def bodies_to_table(bodies: Sequence[Buffer], skip: int, count: int, first_seq: 
     if plan is not None and count:
         try:
             return _convert(plan, bodies, skip, count, first_seq)
-        except (ValueError, msgspec.MsgspecError):
+        except (ValueError, TypeError, msgspec.MsgspecError):
             pass  # not a body the converter takes: the Python way decides
     global fallbacks
     fallbacks += 1
     data = array_header(skip + count) + b"".join(bodies)
-    return events_to_table(decode_array(data)[skip:], first_seq)
+    try:
+        return events_to_table(decode_array(data)[skip:], first_seq)
+    except (msgspec.MsgspecError, TypeError, ValueError, OverflowError) as exc:
+        # Checksummed records that are not events of this schema (a map with non-string
+        # keys under a free-form field, say): one clear error, never a bare TypeError.
+        raise InvalidEventError(
+            f"seqs {first_seq}..{first_seq + count - 1}: expected events of this schema; "
+            f"got records that do not convert ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _convert(

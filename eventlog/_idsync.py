@@ -73,18 +73,13 @@ def _insert_wal_ids(paths: Paths, index: IdIndex, covered: int) -> None:
 def _insert_sealed_ids(paths: Paths, manifest: Manifest, after: int, index: IdIndex) -> None:
     """Insert the ids of sealed events with seq > ``after`` (rebuilding a lost index)."""
     # Only a lost or foreign index gets here, never a normal append: pyarrow is loaded late.
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from ._segments import read_part
 
     for info in manifest.segments:
         if info.last_seq <= after:
             continue
-        path = os.path.join(paths.segments, info.file)
-        try:
-            table = pq.read_table(path, columns=["seq", "id"])
-        except FileNotFoundError:
-            raise
-        except (OSError, pa.ArrowException) as exc:
-            raise CorruptLogError(f"{path}: unreadable segment ({exc})") from None
+        if not os.path.exists(os.path.join(paths.segments, info.file)):
+            raise FileNotFoundError(info.file)  # a compaction retired it meanwhile: retry
+        table = read_part(paths.segments, info, columns=["seq", "id"])
         pairs = zip(table["id"].to_pylist(), table["seq"].to_pylist(), strict=True)
         index.insert_many([(eid, seq) for eid, seq in pairs if seq > after])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection, Iterator
 
 import pyarrow as pa
@@ -12,10 +11,10 @@ import pyarrow.parquet as pq
 from ._arrow import SCHEMA, TS_TYPE, table_to_events
 from ._bodies import bodies_to_table
 from ._codec import kind_of
-from ._errors import InvalidEventError
+from ._errors import CorruptLogError, InvalidEventError
 from ._frames import array_header
 from ._manifest import SegmentInfo
-from ._segments import conform
+from ._segments import DAMAGE, conform, one_line, open_segment, read_checked, segment_path
 from ._snapshot import Snapshot
 from ._union import AnyEvent
 
@@ -77,11 +76,12 @@ def arrow_batches(
     for info in snap.segments:
         if not flt.keeps_segment(info):
             continue
-        pf = pq.ParquetFile(os.path.join(snap.paths.segments, info.file))
+        pf = open_segment(snap.paths.segments, info)
         read_cols = _read_columns(pf, columns)
         # A whole segment at once (bounded by the seal chunk / compaction target): the
         # multi-threaded reader is faster than iterating row-group batches.
-        table = pf.read(columns=read_cols, use_threads=True)
+        path = segment_path(snap.paths.segments, info)
+        table = read_checked(pf, info, path, columns=read_cols, use_threads=True)
         yield from _filtered(table, flt, columns)
     records = snap.tail_records()
     if records.n:
@@ -121,13 +121,39 @@ def events(snap: Snapshot, flt: Filter) -> Iterator[AnyEvent]:
     for info in snap.segments:
         if not flt.keeps_segment(info):
             continue
-        pf = pq.ParquetFile(os.path.join(snap.paths.segments, info.file))
-        for batch in pf.iter_batches(batch_size=BATCH_ROWS):
-            table = pa.Table.from_batches([batch])
-            mask = flt.mask(table)
-            if mask is not None:
-                table = table.filter(mask)
-            yield from table_to_events(conform(table))
+        yield from _segment_events(snap, info, flt)
     for e in snap.tail_events():
         if flt.keeps(e):
             yield e
+
+
+def _segment_events(snap: Snapshot, info: SegmentInfo, flt: Filter) -> Iterator[AnyEvent]:
+    """One segment's events, a batch at a time; each batch's seqs must continue the last."""
+    pf = open_segment(snap.paths.segments, info)
+    path = segment_path(snap.paths.segments, info)
+    expect = info.first_seq
+    batches = pf.iter_batches(batch_size=BATCH_ROWS)
+    while True:
+        try:
+            batch = next(batches, None)
+        except DAMAGE as exc:
+            raise CorruptLogError(f"{path}: unreadable sealed segment ({one_line(exc)})") from None
+        if batch is None:
+            break
+        table = pa.Table.from_batches([batch])
+        n = table.num_rows
+        if n and (table["seq"][0].as_py(), table["seq"][-1].as_py()) != (expect, expect + n - 1):
+            raise CorruptLogError(
+                f"{path}: expected seqs from {expect} (per the manifest); got "
+                f"{table['seq'][0].as_py()}..{table['seq'][-1].as_py()}"
+            )
+        expect += n
+        mask = flt.mask(table)
+        if mask is not None:
+            table = table.filter(mask)
+        yield from table_to_events(conform(table))
+    if expect != info.last_seq + 1:
+        raise CorruptLogError(
+            f"{path}: expected seqs {info.first_seq}..{info.last_seq} (per the manifest); "
+            f"read up to {expect - 1}"
+        )

@@ -14,10 +14,16 @@ Seal, step by step, and what a crash at each step leaves behind:
    seq <= sealed_seq are recognised as sealed and skipped, so nothing is duplicated;
 5. delete the sealed WAL files -- a crash leaves files whose records are all sealed:
    skipped by readers, deleted by the next seal.
+
+The manifest is loaded (and checked: see :mod:`eventlog._manifest`) before anything else,
+so nothing runs on a damaged one. Garbage collection deletes only the files a manifest
+retired into ``garbage`` (and temp files of interrupted writes): a segment the manifest does
+not list is never deleted on the manifest's word alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator
@@ -28,12 +34,14 @@ import msgspec
 import pyarrow as pa
 
 from . import _wal
-from ._bodies import bodies_to_table
+from ._bodies import Buffer, bodies_to_table
 from ._codec import now_us
+from ._errors import CorruptLogError, InvalidEventError
 from ._files import FileLock, fsync_dir, os_errors_as_storage
 from ._frames import Frame
 from ._manifest import FileCommitter, Garbage, Manifest, SegmentInfo
-from ._segments import SegmentWriter, read_segment, write_segment
+from ._segcheck import check_segment
+from ._segments import TMP_SUFFIX, SegmentWriter, read_segment, write_segment
 from ._store import Paths
 from ._writer import Writer
 
@@ -70,19 +78,21 @@ def seal(paths: Paths, writer: Writer) -> SealResult:
     lock = FileLock(paths.seal_lock)
     try:
         with lock.held(), os_errors_as_storage(f"sealing {paths.root}"):
-            new_base = writer.rotate()
             committer = FileCommitter(paths.manifest)
             manifest = committer.load()
+            upgraded = upgrade(paths, manifest)
+            new_base = writer.rotate()
             old = [(b, p) for b, p in _wal.list_wal(paths.wal) if b < new_base]
             infos, rows = _seal_files(paths, manifest.sealed_seq, old)
             if infos:
                 sealed = infos[-1].last_seq
                 writer.sync_index(sealed)
+            if infos or upgraded is not manifest:
                 manifest = msgspec.structs.replace(
-                    manifest,
+                    upgraded,
                     version=manifest.version + 1,
-                    sealed_seq=sealed,
-                    segments=[*manifest.segments, *infos],
+                    sealed_seq=infos[-1].last_seq if infos else manifest.sealed_seq,
+                    segments=[*upgraded.segments, *infos],
                 )
                 committer.commit(manifest)
             for _, path in old:
@@ -117,7 +127,7 @@ def _seal_files(
             count = group[-1].last_seq - group[0].seq + 1 - skip
             segment = segment or SegmentWriter(paths.segments)
             bodies = [f.body for f in group]
-            segment.write(bodies_to_table(bodies, skip, count, group[0].seq + skip))
+            segment.write(_convert(files, bodies, skip, count, group[0].seq + skip))
             rows += count
             if segment.rows >= SEAL_CHUNK_ROWS:
                 # Finished on its own thread while the next segment is converted; at most
@@ -134,6 +144,35 @@ def _seal_files(
         for writer in [s for s, _ in finishing] + ([segment] if segment else []):
             writer.abort()  # a finished segment: only its thread ends
     return infos, rows
+
+
+def _convert(
+    files: list[tuple[int, str]], bodies: list[Buffer], skip: int, count: int, first: int
+) -> pa.Table:
+    try:
+        return bodies_to_table(bodies, skip, count, first)
+    except InvalidEventError as exc:
+        # Checksummed frames that are not events (written by a damaged or foreign writer):
+        # refuse the seal, naming the WAL file, rather than dropping or half-sealing them.
+        path = next((p for b, p in reversed(files) if b <= first), files[0][1])
+        raise CorruptLogError(f"{path}: {exc}") from None
+
+
+def upgrade(paths: Paths, manifest: Manifest) -> Manifest:
+    """A format-1 manifest with a content hash for every segment, each checked in full
+    first (a hash must never bless damage); the same manifest if there is nothing to do."""
+    if not manifest.legacy:
+        return manifest
+    segments = []
+    for info in manifest.segments:
+        problems, digest = check_segment(paths.segments, info)
+        if problems:
+            raise CorruptLogError(
+                f"{paths.manifest}: cannot add content hashes to a damaged segment: "
+                f"{problems[0]} (run `evolog verify`)"
+            )
+        segments.append(msgspec.structs.replace(info, hash=digest))
+    return msgspec.structs.replace(manifest, segments=segments)
 
 
 def _frame_groups(frames: list[Frame], after: int) -> Iterator[list[Frame]]:
@@ -158,7 +197,8 @@ def compact(paths: Paths, small_rows: int = 100_000, target_rows: int = 1_000_00
     try:
         with lock.held(), os_errors_as_storage(f"compacting {paths.root}"):
             committer = FileCommitter(paths.manifest)
-            manifest = committer.load()
+            loaded = committer.load()
+            manifest = upgrade(paths, loaded)
             out: list[SegmentInfo] = []
             garbage = list(manifest.garbage)
             for run in _runs(manifest.segments, small_rows, target_rows):
@@ -171,7 +211,7 @@ def compact(paths: Paths, small_rows: int = 100_000, target_rows: int = 1_000_00
                 merged += len(run)
                 created += 1
                 rows += table.num_rows
-            if created:
+            if created or manifest is not loaded:
                 committer.commit(
                     msgspec.structs.replace(
                         manifest, version=manifest.version + 1, segments=out, garbage=garbage
@@ -205,22 +245,27 @@ def _runs(
 
 
 def collect_garbage(paths: Paths, committer: FileCommitter, grace: float = GRACE_SECONDS) -> int:
-    """Delete replaced segments past the grace period and orphans of crashed seals."""
+    """Delete the files the manifest retired more than ``grace`` seconds ago, and temp
+    files of interrupted segment writes as old. Nothing else: an unlisted segment (left by
+    a seal that crashed before its commit) stays until someone deletes it by hand."""
     manifest: Manifest = committer.load()
     cutoff = now_us() - int(grace * 1_000_000)
     keep = [g for g in manifest.garbage if g.since_us > cutoff]
     doomed = [g.file for g in manifest.garbage if g.since_us <= cutoff]
     if doomed:
+        # Committed first: a crash after it leaves files nothing lists, never a list of
+        # files that are gone.
         committer.commit(
             msgspec.structs.replace(manifest, version=manifest.version + 1, garbage=keep)
         )
-    listed = {s.file for s in manifest.segments} | {g.file for g in keep}
     deleted = 0
+    for name in doomed:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(paths.segments, name))
+            deleted += 1
+    old = time.time() - grace
     for name in os.listdir(paths.segments):
         path = os.path.join(paths.segments, name)
-        if name in listed:
-            continue
-        if name in doomed or os.stat(path).st_mtime < time.time() - grace:
+        if name.endswith(TMP_SUFFIX) and os.stat(path).st_mtime < old:
             os.unlink(path)
-            deleted += 1
     return deleted

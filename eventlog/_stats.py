@@ -7,16 +7,18 @@ from collections import Counter
 from typing import Any
 
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ._codec import kind_of
+from ._segments import open_segment, read_checked, segment_path
 from ._snapshot import Snapshot
 
 
 def stats(snap: Snapshot) -> dict[str, Any]:
     kinds: Counter[str] = Counter()
-    for path in snap.segment_paths():
-        counts = pc.value_counts(pq.read_table(path, columns=["kind"])["kind"])
+    for info in snap.segments:
+        pf = open_segment(snap.paths.segments, info)
+        path = segment_path(snap.paths.segments, info)
+        counts = pc.value_counts(read_checked(pf, info, path, columns=["kind"])["kind"])
         for item in counts.to_pylist():
             kinds[item["values"]] += item["counts"]
     tail = snap.tail_events()

@@ -1,4 +1,8 @@
-"""``verify``: checksums, seq continuity, manifest against files. Reads only."""
+"""``verify``: checksums, seq continuity, manifest against files. Reads only.
+
+Segments are checked in full (:mod:`eventlog._segcheck`): content hash, page checksums,
+rows, gap-free seqs and the ts range against the manifest.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from . import _wal
 from ._codec import decode_array
 from ._errors import EventLogError
 from ._manifest import FileCommitter, SegmentInfo
+from ._segcheck import check_segment
+from ._segments import DAMAGE
 from ._store import Paths
 
 
@@ -41,17 +47,25 @@ def verify(paths: Paths) -> VerifyReport:
     for info in manifest.segments:
         if info.first_seq != expect:
             problems.append(f"{info.file}: expected first seq {expect}; got {info.first_seq}")
-        problems.extend(_check_segment(paths, info))
+        problems.extend(check_segment(paths.segments, info)[0])
         expect = info.last_seq + 1
     if manifest.segments and manifest.sealed_seq != manifest.segments[-1].last_seq:
         problems.append(
             f"manifest: sealed_seq {manifest.sealed_seq} does not match the last segment "
             f"({manifest.segments[-1].last_seq})"
         )
+    if manifest.legacy and manifest.segments:
+        notes.append(
+            "manifest: written by an older evolog, so segments have no content hashes "
+            "(checked and added by the next seal or compaction)"
+        )
     listed = {s.file for s in manifest.segments} | {g.file for g in manifest.garbage}
     for name in sorted(os.listdir(paths.segments)):
         if name not in listed:
-            notes.append(f"segments/{name}: not in the manifest (ignored; collected at next seal)")
+            notes.append(
+                f"segments/{name}: not in the manifest (not part of the log: left by an "
+                "interrupted seal or compaction; safe to delete)"
+            )
     wal_files = _wal.list_wal(paths.wal)
     tail_ids: list[str] = []
     head = _check_wal(wal_files, manifest.sealed_seq, problems, notes, tail_ids)
@@ -91,28 +105,6 @@ def _indexed_seq(paths: Paths) -> int:
     return int(covered if boot == idx.current_boot_id() else min(covered, synced))
 
 
-def _check_segment(paths: Paths, info: SegmentInfo) -> list[str]:
-    path = os.path.join(paths.segments, info.file)
-    if not os.path.exists(path):
-        return [f"{info.file}: listed in the manifest but missing"]
-    try:
-        table = pq.read_table(path)  # decompresses every page: catches damaged bytes
-    except (OSError, pa.ArrowException) as exc:
-        return [f"{info.file}: unreadable ({exc})"]
-    out = []
-    seq = table["seq"]
-    n = table.num_rows
-    if n != info.rows:
-        out.append(f"{info.file}: expected {info.rows} rows; got {n}")
-    if n:
-        lo, hi = seq[0].as_py(), seq[-1].as_py()
-        diffs = pc.subtract(seq.slice(1), seq.slice(0, n - 1)) if n > 1 else None
-        gap_free = diffs is None or pc.all(pc.equal(diffs, 1)).as_py()
-        if (lo, hi) != (info.first_seq, info.last_seq) or not gap_free:
-            out.append(f"{info.file}: seqs are not {info.first_seq}..{info.last_seq} gap-free")
-    return out
-
-
 def _duplicate_ids(paths: Paths, segments: list[SegmentInfo], tail_ids: list[str]) -> list[str]:
     """Idempotency means an id is in the log once; say so if it is not."""
     chunks = [pa.array(tail_ids, pa.string())]
@@ -120,7 +112,7 @@ def _duplicate_ids(paths: Paths, segments: list[SegmentInfo], tail_ids: list[str
         path = os.path.join(paths.segments, info.file)
         try:
             chunks.extend(pq.read_table(path, columns=["id"])["id"].chunks)
-        except (OSError, pa.ArrowException):
+        except DAMAGE:
             continue  # reported by the segment check
     counts = pc.value_counts(pa.chunked_array(chunks, pa.string()).combine_chunks())
     dup = counts.filter(pc.greater(counts.field("counts"), 1))

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 from eventlog import AnyEvent, Snapshot
 from eventlog._arrow import table_to_events
-from eventlog._segments import conform
+from eventlog._segments import conform, read_part
 
 from ._ledger import replay_ledger, snapshot_of
 from ._ledger_checkpoint import FORMAT, Checkpoint, Mark, dump, restore
@@ -157,9 +157,10 @@ def _write(path: str, data: bytes) -> None:
 def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
     """The snapshot's events with a seq above ``seq``, in order."""
     out: list[AnyEvent] = []
-    for info, path in zip(snap.segments, snap.segment_paths(), strict=True):
+    for info in snap.segments:
         if info.last_seq > seq:
-            table = pq.read_table(path, filters=[("seq", ">", seq)])
+            table = read_part(snap.paths.segments, info)
+            table = table.filter(pc.greater(table["seq"], seq))
             out.extend(table_to_events(conform(table)))
     # Only the new events: a follower polled after every append would otherwise decode the
     # whole tail again each time.
@@ -171,11 +172,12 @@ def mark_at(snap: Snapshot, seq: int, known: Mark | None) -> Mark:
     """The id at ``seq``; not read again when ``known`` names the segment that holds it."""
     if seq <= 0:
         return Mark(seq, "", "")
-    for info, path in zip(snap.segments, snap.segment_paths(), strict=True):
+    for info in snap.segments:
         if info.first_seq <= seq <= info.last_seq:
             if known is not None and known.seq == seq and known.file == info.file:
                 return known  # segments are immutable and their names unique
-            table = pq.read_table(path, columns=["seq", "id"], filters=[("seq", "=", seq)])
+            table = read_part(snap.paths.segments, info, ["seq", "id"])
+            table = table.filter(pc.equal(table["seq"], seq))
             return Mark(seq, str(table["id"][0].as_py()) if table.num_rows else "", info.file)
     events = snap.tail_events(seq - 1)
     if events and events[0].seq == seq:
