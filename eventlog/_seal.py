@@ -36,7 +36,7 @@ import pyarrow as pa
 from . import _wal
 from ._bodies import Buffer, bodies_to_table
 from ._codec import now_us
-from ._errors import CorruptLogError, InvalidEventError
+from ._errors import CorruptLogError
 from ._files import FileLock, fsync_dir, os_errors_as_storage
 from ._frames import Frame
 from ._manifest import FileCommitter, Garbage, Manifest, SegmentInfo
@@ -151,11 +151,15 @@ def _convert(
 ) -> pa.Table:
     try:
         return bodies_to_table(bodies, skip, count, first)
-    except InvalidEventError as exc:
-        # Checksummed frames that are not events (written by a damaged or foreign writer):
-        # refuse the seal, naming the WAL file, rather than dropping or half-sealing them.
+    except (msgspec.MsgspecError, TypeError, ValueError, OverflowError) as exc:
+        # Checksummed frames that are not events of this schema (a map with non-string keys
+        # under a free-form field, say: written by a damaged or foreign writer): refuse the
+        # seal with one line naming the WAL file, never a bare TypeError or a half seal.
         path = next((p for b, p in reversed(files) if b <= first), files[0][1])
-        raise CorruptLogError(f"{path}: {exc}") from None
+        raise CorruptLogError(
+            f"{path}: seqs {first}..{first + count - 1}: expected events of this schema; got "
+            f"records that do not convert ({type(exc).__name__}: {' '.join(str(exc).split())})"
+        ) from None
 
 
 def upgrade(paths: Paths, manifest: Manifest) -> Manifest:
