@@ -176,6 +176,32 @@ def test_a_manifest_from_the_previous_version_opens_and_is_upgraded_at_the_next_
     assert _replay(store) == want
 
 
+def _as_legacy(manifest: Path) -> None:
+    """Rewrite a manifest as the previous version wrote it: format 1, no hashes/checksum."""
+    doc = json.loads(manifest.read_text())
+    for seg in doc["segments"]:
+        del seg["hash"]
+    del doc["checksum"]
+    doc["format"] = 1
+    manifest.write_bytes(msgspec.json.encode(doc))
+
+
+def test_a_damaged_segment_of_a_legacy_store_is_not_blessed_with_a_hash(tmp_path: Path) -> None:
+    store = _store(tmp_path, segments=2, tail=5)
+    _as_legacy(store / "manifest.json")
+    _, second = _segment_files(store)
+    _flip(second, 8 * second.stat().st_size - 1)  # the closing magic: no longer Parquet
+    before = hash_tree(store)
+    with EventLog(store, auto_seal="off") as log:
+        for operation in (log.seal, log.compact):
+            with pytest.raises(CorruptLogError, match=second.name):
+                operation()
+    after = hash_tree(store)
+    for tree in (before, after):
+        tree.pop("./seal.lock", None)
+    assert after == before
+
+
 def test_a_legacy_manifest_with_an_unknown_key_is_refused(tmp_path: Path) -> None:
     store = _store(tmp_path, segments=1)
     manifest = store / "manifest.json"
