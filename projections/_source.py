@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from eventlog import CorruptLogError, Snapshot
-from eventlog._manifest import SegmentInfo, stat_segment
+from eventlog import Snapshot
+from eventlog._manifest import stat_segment
 
 from ._errors import EngineError, InvalidParameterError
+from ._segguard import check_footers, check_with_arrow
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -294,7 +295,10 @@ class EventScan:
             and (ts_max is None or info.min_ts <= ts_max)
         ]
         paths = [stat_segment(self.snap.paths.segments, info) for info in infos]
-        check_footers(self.con, infos, paths)
+        if self.via_arrow:  # DuckDB's file system is off: pyarrow checks them instead
+            check_with_arrow(self.snap.paths.segments, infos, paths)
+        else:
+            check_footers(self.con, infos, paths)
         return paths
 
     def _segments_select(self, paths: Sequence[str], explicit: bool) -> str:
@@ -337,49 +341,6 @@ class EventScan:
         if name in self._present[key]:
             return ident(name)
         return f"{null_of(self.con, name)} AS {ident(name)}"
-
-
-_checked_lock = threading.Lock()
-#: Segment files whose footer matched the manifest, by (path, inode, size, mtime): segments
-#: never change, so each is checked once per process.
-_checked: set[tuple[str, int, int, int]] = set()
-
-
-def check_footers(
-    con: duckdb.DuckDBPyConnection, infos: Sequence[SegmentInfo], paths: Sequence[str]
-) -> None:
-    """Each segment's row count and seq range (from its Parquet footer) against the
-    manifest: a segment copied over another must not be read as the other's seqs."""
-    todo = {}
-    for info, path in zip(infos, paths, strict=True):
-        st = os.stat(path)
-        key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
-        with _checked_lock:
-            if key not in _checked:
-                todo[path] = (info, key)
-    if not todo:
-        return
-    files = ", ".join(sql_string(p) for p in todo)
-    query = (
-        "SELECT file_name, sum(row_group_num_rows), min(stats_min_value::BIGINT), "
-        f"max(stats_max_value::BIGINT) FROM parquet_metadata([{files}]) "
-        "WHERE path_in_schema = 'seq' GROUP BY file_name"
-    )
-    try:
-        found = {row[0]: row[1:] for row in con.execute(query).fetchall()}
-    except duckdb.Error as exc:
-        raise CorruptLogError(f"unreadable sealed segment: {' '.join(str(exc).split())}") from None
-    for path, (info, key) in todo.items():
-        got = found.get(path)
-        want = (info.rows, info.first_seq, info.last_seq)
-        if got is None or tuple(got) != want:
-            shown = "no seq column" if got is None else f"{got[0]} rows, seqs {got[1]}..{got[2]}"
-            raise CorruptLogError(
-                f"{path}: expected seqs {info.first_seq}..{info.last_seq} ({info.rows} rows, "
-                f"per the manifest); the file holds {shown}"
-            )
-        with _checked_lock:
-            _checked.add(key)
 
 
 def null_of(con: duckdb.DuckDBPyConnection, name: str) -> str:
