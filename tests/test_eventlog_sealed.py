@@ -41,7 +41,9 @@ def _events(n: int, start: int = 0) -> list[Event]:
         if i % 3 == 0:
             out.append(Attempt(id=f"a{i}", ts=1_000_000 + i, action_id=f"act-{i}", gene="g1"))
         elif i % 3 == 1:
-            out.append(Outcome(id=f"o{i}", ts=1_000_000 + i, action_id=f"act-{i}", status="ok"))
+            out.append(
+                Outcome(id=f"o{i}", ts=1_000_000 + i, action_id=f"act-{i}", status="success")
+            )
         else:
             out.append(Note(id=f"n{i}", ts=1_000_000 + i, text=f"note {i}"))
     return out
