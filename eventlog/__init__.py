@@ -13,6 +13,7 @@ Errors (all in this package derive from :class:`EventLogError`)::
     ├── StoreExistsError
     ├── CorruptLogError
     ├── StorageError
+    ├── LockTimeoutError
     └── ClosedError
 """
 
@@ -39,6 +40,7 @@ from ._errors import (
     EventLogError,
     EventTooLargeError,
     InvalidEventError,
+    LockTimeoutError,
     StorageError,
     StoreExistsError,
     StoreNotFoundError,
@@ -122,6 +124,7 @@ __all__ = [
     "InvalidEventError",
     "Lifecycle",
     "Link",
+    "LockTimeoutError",
     "Mark",
     "Merge",
     "Mutation",

@@ -9,6 +9,7 @@
     ├── StoreExistsError          init over an existing, different directory
     ├── CorruptLogError           checksums, seq continuity or the manifest do not agree
     ├── StorageError              an OSError from the file system, mapped (disk full, ...)
+    ├── LockTimeoutError          the store's lock stayed held past the caller's time limit
     └── ClosedError               the log was closed
 """
 
@@ -46,6 +47,15 @@ class CorruptLogError(EventLogError):
 
 class StorageError(EventLogError, OSError):
     """A file-system error during a log operation, e.g. ENOSPC; nothing was acknowledged."""
+
+
+class LockTimeoutError(EventLogError):
+    """Another process held the store's lock longer than the caller was willing to wait;
+    nothing was written."""
+
+    def __init__(self, message: str, *, holder: int | None = None) -> None:
+        self.holder = holder
+        super().__init__(message)
 
 
 class ClosedError(EventLogError):

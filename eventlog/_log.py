@@ -7,10 +7,11 @@ import pyarrow when first used.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._events import Event
+from ._files import LockWait
 from ._snapshot import Snapshot
 from ._store import init_store, require_store
 from ._union import AnyEvent
@@ -34,6 +35,11 @@ class EventLog:
     loss); ``batch`` group-commits (an append returns its seq at once and is durable after
     :meth:`flush`, or within ``group_ms``); ``none`` writes without fsync (survives kill -9
     of the process, not power loss).
+
+    Writing waits for the store's lock while another process holds it: as long as it
+    takes, or ``lock_timeout`` seconds, then :class:`LockTimeoutError` (nothing written).
+    ``on_lock_wait`` is called once with a line naming the holder when the wait lasts.
+    Opening and reading need no write access: a store on read-only media can be read.
     """
 
     def __init__(
@@ -46,11 +52,18 @@ class EventLog:
         seal_threshold_bytes: int = SEAL_THRESHOLD_BYTES,
         group_size: int = 1000,
         group_ms: float = 10.0,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.paths = init_store(path) if create else require_store(path)
         self.auto_seal = auto_seal
         self.seal_threshold_bytes = seal_threshold_bytes
-        self._writer = Writer(self.paths, durability, group_size, group_ms)
+        wait = (
+            None
+            if lock_timeout is None and on_lock_wait is None
+            else LockWait(lock_timeout, on_lock_wait)
+        )
+        self._writer = Writer(self.paths, durability, group_size, group_ms, wait)
 
     @property
     def path(self) -> str:

@@ -75,7 +75,7 @@ class CompactResult(NamedTuple):
 def seal(paths: Paths, writer: Writer) -> SealResult:
     """Move every WAL record present now into Parquet segments."""
     start = time.perf_counter()
-    lock = FileLock(paths.seal_lock)
+    lock = FileLock(paths.seal_lock, writer.lock_wait)
     try:
         with lock.held(), os_errors_as_storage(f"sealing {paths.root}"):
             committer = FileCommitter(paths.manifest)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import NamedTuple
 
@@ -78,5 +79,9 @@ def require_store(root: str | os.PathLike[str]) -> Paths:
             f"`evolog init {paths.root}`)"
         )
     for d in (paths.wal, paths.segments, paths.id_index, paths.cache):
-        os.makedirs(d, exist_ok=True)
+        if not os.path.isdir(d):
+            # On read-only media a reader goes on without it; a writer fails on its lock
+            # with a clear error before it would need the directory.
+            with contextlib.suppress(OSError):
+                os.makedirs(d, exist_ok=True)
     return paths

@@ -21,7 +21,7 @@ from ._active import ActiveWal
 from ._codec import gc_paused, now_us
 from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
-from ._files import FileLock, storage_error, write_all
+from ._files import FileLock, LockWait, storage_error, write_all
 from ._group import GroupCommit
 from ._idindex import IdIndex, store_stamp
 from ._idsync import catch_up
@@ -59,6 +59,7 @@ class Writer(GroupCommit, ActiveWal):
         durability: Durability = "always",
         group_size: int = 1000,
         group_ms: float = 10.0,
+        lock_wait: LockWait | None = None,
     ) -> None:
         if durability not in ("always", "batch", "none"):
             raise ValueError(f"durability: expected always, batch or none; got {durability!r}")
@@ -69,6 +70,7 @@ class Writer(GroupCommit, ActiveWal):
         self._dsync = durability == "always"
         self.group_size = group_size
         self.group_ms = group_ms
+        self.lock_wait = lock_wait
         self._lock = self._open_lock()
         self._mutex = threading.RLock()
         self._index: IdIndex | None = None
@@ -91,7 +93,7 @@ class Writer(GroupCommit, ActiveWal):
         _fork.track(self)
 
     def _open_lock(self) -> FileLock:
-        return FileLock(self.paths.write_lock)
+        return FileLock(self.paths.write_lock, self.lock_wait)
 
     # -- lock-held state -------------------------------------------------------------
     def _sync(self) -> None:

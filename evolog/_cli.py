@@ -72,7 +72,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_seal(args: argparse.Namespace) -> int:
     from eventlog import EventLog
 
-    with EventLog(store_path(args), auto_seal="off") as log:
+    from ._cli_append import lock_options
+
+    with EventLog(store_path(args), auto_seal="off", **lock_options(args)) as log:
         result = log.seal()
     if not args.quiet:
         _print_json(result._asdict())
@@ -152,7 +154,7 @@ def _add_core_commands(sub: Any) -> None:
     s.set_defaults(func=_cmd_init)
 
     s = sub.add_parser("append", help="append events (JSON argument, NDJSON stdin or flags)")
-    from ._cli_append import add_append_arguments
+    from ._cli_append import add_append_arguments, add_lock_timeout
 
     add_append_arguments(s)
     s.set_defaults(func=_cmd_append)
@@ -168,6 +170,7 @@ def _add_core_commands(sub: Any) -> None:
     )
     s = sub.add_parser("seal", help="seal the WAL into Parquet segments")
     s.add_argument("--quiet", action="store_true")
+    add_lock_timeout(s)
     s.set_defaults(func=_cmd_seal)
 
     s = sub.add_parser("compact", help="merge small segments")

@@ -16,7 +16,15 @@ from ._cli_ingest import MAX_LINE_BYTES, append_ndjson, commit, read_ndjson
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["FLAGS", "MAX_LINE_BYTES", "add_append_arguments", "read_ndjson", "run_append"]
+__all__ = [
+    "FLAGS",
+    "MAX_LINE_BYTES",
+    "add_append_arguments",
+    "add_lock_timeout",
+    "lock_options",
+    "read_ndjson",
+    "run_append",
+]
 
 # flag -> (field, parser). Lists are comma-separated; a signal may hold commas, so signals
 # also come one per repeated --signal.
@@ -75,13 +83,37 @@ def add_append_arguments(p: argparse.ArgumentParser) -> None:
         default="always",
         help="fsync policy (default: always)",
     )
+    add_lock_timeout(p)
+
+
+def add_lock_timeout(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up (exit 1, nothing written) if another process holds the store's lock "
+        "this long (default: wait, naming the holder on stderr)",
+    )
+
+
+def lock_options(args: Any) -> dict[str, Any]:
+    """EventLog options for an interactive command: name the lock's holder while waiting."""
+    timeout = getattr(args, "lock_timeout", None)
+    if timeout is not None and not timeout >= 0:
+        raise InvalidEventError(f"--lock-timeout: expected seconds >= 0; got {timeout}")
+    return {"lock_timeout": timeout, "on_lock_wait": _say_waiting}
+
+
+def _say_waiting(line: str) -> None:
+    print(f"evolog: {line}; waiting for it (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
 
 def run_append(args: Any, store: str) -> int:
+    lock = lock_options(args)
     if args.event is None:
         _reject_flags(args, "NDJSON input")
-        return append_ndjson(sys.stdin.buffer, store, args.durability)
-    return commit(store, args.durability, [_event_from(args)], single=True)
+        return append_ndjson(sys.stdin.buffer, store, args.durability, lock)
+    return commit(store, args.durability, [_event_from(args)], single=True, lock=lock)
 
 
 def _event_from(args: Any) -> AnyEvent:

@@ -108,12 +108,22 @@ def _write(data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def commit(store: str, durability: str, events: list[AnyEvent], single: bool) -> int:
-    """Append ``events`` as one atomic batch and print the receipts (see Ctrl-C above)."""
+def commit(
+    store: str,
+    durability: str,
+    events: list[AnyEvent],
+    single: bool,
+    lock: dict[str, Any] | None = None,
+) -> int:
+    """Append ``events`` as one atomic batch and print the receipts (see Ctrl-C above).
+
+    ``lock``: EventLog's lock options (``lock_timeout``, ``on_lock_wait``)."""
     with CommitGuard() as guard:
         try:
             # A hook process never seals inline: that would load pyarrow into it.
-            with EventLog(store, durability=durability, auto_seal="background") as log:  # type: ignore[arg-type]
+            with EventLog(
+                store, durability=durability, auto_seal="background", **(lock or {})
+            ) as log:  # type: ignore[arg-type]
                 guard.critical = True
                 receipts = log.append_receipts(events, "event ", validated=True)
                 out = Receipts(log, single)
@@ -129,7 +139,9 @@ def commit(store: str, durability: str, events: list[AnyEvent], single: bool) ->
     return 0
 
 
-def append_ndjson(stream: IO[bytes], store: str, durability: str) -> int:
+def append_ndjson(
+    stream: IO[bytes], store: str, durability: str, lock: dict[str, Any] | None = None
+) -> int:
     """``evolog append`` with NDJSON on stdin (see the module docstring)."""
     with CommitGuard():
         try:
@@ -141,9 +153,9 @@ def append_ndjson(stream: IO[bytes], store: str, durability: str) -> int:
         events = [e for _, e in head]
         if not events:
             raise InvalidEventError("stdin: expected at least one JSON event; got no input")
-        return commit(store, durability, events, single=False)
+        return commit(store, durability, events, single=False, lock=lock)
     with spill:
-        return _append_spilled(spill, store, durability)
+        return _append_spilled(spill, store, durability, lock)
 
 
 def _lines(stream: IO[bytes], first: int = 1) -> Iterator[tuple[int, bytes]]:
@@ -205,12 +217,14 @@ def _ended(raw: bytes) -> bytes:
     return raw if raw.endswith(b"\n") else raw + b"\n"
 
 
-def _append_spilled(spill: IO[bytes], store: str, durability: str) -> int:
+def _append_spilled(
+    spill: IO[bytes], store: str, durability: str, lock: dict[str, Any] | None = None
+) -> int:
     """Append the validated spill file in atomic batches, reporting a resume point."""
     done = [0]  # the last input line committed with every line before it (set in the commit)
     with CommitGuard() as guard:
         try:
-            with EventLog(store, durability=durability, auto_seal="off") as log:  # type: ignore[arg-type]
+            with EventLog(store, durability=durability, auto_seal="off", **(lock or {})) as log:  # type: ignore[arg-type]
                 out = Receipts(log, single=False)
                 sealer = _Sealer(log)
                 try:

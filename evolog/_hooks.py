@@ -20,6 +20,9 @@ What a step keeps of prompts, tool inputs and results is the content policy of
 :mod:`evolog._hook_content` (default: no tool results, only their size and hash; secrets
 redacted). It never breaks the agent: it always exits 0; a payload it could not record goes
 to the dead letter and stderr gets one line saying where (or that it could not be kept).
+Nor does it keep the agent waiting: when another process holds the store's write lock (a
+stopped writer, say) it gives up once ``EVOLOG_HOOK_LOCK_TIMEOUT`` seconds (default 2) have
+passed since it started, and the payload goes to the dead letter.
 Which attempt is open is kept per session (:mod:`evolog._hook_files`).
 """
 
@@ -49,6 +52,8 @@ __all__ = ["MAX_TEXT", "record_claude_code", "run_hook"]
 
 MAX_STARTED = 256
 """Tool calls remembered as started (PreToolUse without its PostToolUse yet) per session."""
+LOCK_TIMEOUT_S = 2.0
+"""Seconds a hook waits in all for the store's write lock (``EVOLOG_HOOK_LOCK_TIMEOUT``)."""
 _KNOWN = frozenset(
     {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
      "Stop", "SessionEnd"}
@@ -109,6 +114,7 @@ def _say(line: str) -> None:
 
 def record_claude_code(payload: dict[str, Any], store: str, policy: str = "summary") -> list[int]:
     """Append the events for one hook payload; return their seqs."""
+    deadline = time.monotonic() + _lock_timeout()
     event_name = str(payload.get("hook_event_name") or "")
     paths = init_store(store)
     if event_name not in _KNOWN:
@@ -118,19 +124,30 @@ def record_claude_code(payload: dict[str, Any], store: str, policy: str = "summa
     if event_name in ("SessionStart", "SessionEnd"):
         prune_states(directory)
     if event_name == "SessionStart":  # no attempt is involved: leave the state alone
-        return _append(paths.root, _events_for(event_name, payload, session, _State(), policy))
+        events = _events_for(event_name, payload, session, _State(), policy)
+        return _append(paths.root, events, deadline)
     with locked_state(os.path.join(directory, state_name(session)), _State) as held:
         events = _events_for(event_name, payload, session, held.state, policy)
         # The attempt is closed: the session's state has nothing left worth keeping.
         held.remove = event_name in ("Stop", "SessionEnd")
-        return _append(paths.root, events)
+        return _append(paths.root, events, deadline)
 
 
-def _append(root: str, events: list[Event]) -> list[int]:
+def _append(root: str, events: list[Event], deadline: float) -> list[int]:
     if not events:
         return []
-    with EventLog(root, auto_seal="background") as log:
+    left = max(deadline - time.monotonic(), 0.0)
+    with EventLog(root, auto_seal="background", lock_timeout=left) as log:
         return log.append_many(events)
+
+
+def _lock_timeout() -> float:
+    raw = os.environ.get("EVOLOG_HOOK_LOCK_TIMEOUT", "")
+    try:
+        value = float(raw) if raw else LOCK_TIMEOUT_S
+    except ValueError:
+        return LOCK_TIMEOUT_S
+    return value if 0 <= value < float("inf") else LOCK_TIMEOUT_S
 
 
 def _events_for(name: str, p: dict[str, Any], session: str, st: _State, policy: str) -> list[Event]:
