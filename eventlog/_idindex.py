@@ -5,56 +5,58 @@ tables of 24-byte slots (16-byte BLAKE2b of the id, then the seq; seq 0 means em
 When a table passes its load limit a table twice its size is added instead of rehashing the
 old ones, so no append ever waits for a rebuild; a lookup probes each table, newest first.
 
-With 128-bit keys a false match needs about 2^64 ids, so a hit is trusted without reading
-the event back (which would need the Parquet reader on the hook path).
+A slot's seq field holds the seq (48 bits) and 16 check bits of key and seq (see
+:mod:`eventlog._idtable`): a lookup checks every slot it passes, so a flipped bit in a key
+or a seq on the way to an id is found (the caller rebuilds the index from the log) instead
+of answering wrongly.
 
 Crash safety: slots are written key first, seq last, and ``covered_seq`` (the newest seq
 whose id is in the index) only after them. A writer that finds ``covered_seq`` behind the
 WAL re-inserts the missing ids. Page-cache writes survive kill -9; after a reboot (the
 kernel boot id changed) anything newer than ``synced_seq`` (fsynced at seal) is re-inserted.
 
-Trust: the header names its store (:func:`store_stamp`). The writer starts the index again,
-and refills it from the log (sealed segments included), when it was deleted, belongs to
-another store, or knows seqs the log does not have (a log restored from an older copy).
+Trust: the index is a cache, checked rather than believed. Each table's header carries a
+checksum (of everything but ``covered_seq``, which the writer bounds by the log on every
+append) and is checked on open together with its bounds (table count, sizes, fill counts);
+tables are never created or zero-filled on the word of a header that fails its check. The
+header names its store (:func:`store_stamp`). The writer starts the index again, and
+refills it from the log (sealed segments included), when it was deleted, is damaged,
+belongs to another store, or knows seqs the log does not have (a log restored from an older
+copy). After a reboot, slots of events a power cut took from the WAL may have reached the
+disk: hits past the last fsynced seq are then confirmed against the log (``suspect_after``).
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
-
-# _blake2 directly: importing hashlib initialises OpenSSL, a few ms on every hook call.
 from _blake2 import blake2b
-from collections.abc import Callable
 
-_native_insert: Callable[[mmap.mmap, int, int, list[tuple[bytes | str, int]]], int] | None
-_native_key: Callable[[str], bytes] | None
-try:  # slot inserts and keys in C, when the extension was built (a small library to load)
-    from ._native import index_insert as _native_insert
-    from ._native import index_key as _native_key
-except ImportError:
-    _native_insert = _native_key = None
+from . import _idtable
+from ._idtable import (
+    _SEQ,
+    _STAMP_AT,
+    _SUSPECT_AT,
+    FIRST_BITS,
+    HEADER,
+    HEADER_SIZE,
+    MAX_LOAD,
+    MAX_TABLES,
+    SLOT,
+    IndexDamage,
+    _Table,
+    key_of,
+)
 
-MAGIC = b"EVLIDX01"
-# magic, ntables, covered_seq, synced_seq, boot_id(16), count (per table)
-HEADER = struct.Struct("<8sQQQ16sQ")
-HEADER_SIZE = 64
-SLOT = 24
-FIRST_BITS = 16
-MAX_LOAD = 0.7
-_SEQ = struct.Struct("<Q")
-_HOME = _SEQ.unpack_from  # a key's first 8 bytes pick its home slot
-_COUNT_AT = 48
-_STAMP_AT = 56  # 8 bytes naming the store this index belongs to (see store_stamp)
-_ZERO_SEQ = b"\0" * 8
-
-
-def key_of(event_id: str) -> bytes:
-    """The 16-byte index key of an id: BLAKE2b-128 of its UTF-8."""
-    if _native_key is not None:
-        return _native_key(event_id)
-    return blake2b(event_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+__all__ = [
+    "HEADER_SIZE",
+    "SLOT",
+    "IdIndex",
+    "IndexDamage",
+    "current_boot_id",
+    "key_of",
+    "store_stamp",
+]
 
 
 def store_stamp(marker: str) -> bytes:
@@ -75,118 +77,49 @@ def current_boot_id() -> bytes:
         return b"\0" * 16
 
 
-_ZEROS = bytes(1 << 20)
-
-
-def _zero_fill(fd: int, start: int, end: int) -> None:
-    while start < end:
-        n = os.pwrite(fd, _ZEROS[: min(len(_ZEROS), end - start)], start)
-        start += n
-
-
-class _Table:
-    def __init__(self, path: str, bits: int, create: bool) -> None:
-        self.capacity = 1 << bits
-        self.mask = self.capacity - 1
-        size = HEADER_SIZE + self.capacity * SLOT
-        flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
-        fd = os.open(path, flags, 0o644)
-        try:
-            self.ino = os.fstat(fd).st_ino
-            # Written with zeros, not sparse: on a full disk, touching a hole of a shared
-            # mapping kills the process with SIGBUS, whereas writing fails cleanly (ENOSPC).
-            # (Zeros rather than fallocate: no "unwritten" extents left to convert later.)
-            have = os.fstat(fd).st_size
-            if have < size:
-                _zero_fill(fd, have, size)
-            self.mm = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
-        if self.mm[:8] != MAGIC:
-            HEADER.pack_into(self.mm, 0, MAGIC, 1, 0, 0, b"\0" * 16, 0)
-
-    @property
-    def count(self) -> int:
-        return int(HEADER.unpack_from(self.mm, 0)[5])
-
-    def lookup(self, key: bytes) -> int:
-        mm = self.mm
-        i = int.from_bytes(key[:8], "little") & self.mask
-        for _ in range(self.capacity):  # the load limit keeps free slots; never loop forever
-            off = HEADER_SIZE + i * SLOT
-            seq = mm[off + 16 : off + 24]
-            if seq == _ZERO_SEQ:
-                return 0
-            if mm[off : off + 16] == key:
-                return int(_SEQ.unpack(seq)[0])
-            i = (i + 1) & self.mask
-        return 0
-
-    def insert(self, key: bytes, seq: int) -> None:
-        mm = self.mm
-        i = int.from_bytes(key[:8], "little") & self.mask
-        while True:
-            off = HEADER_SIZE + i * SLOT
-            old = mm[off + 16 : off + 24]
-            if old == _ZERO_SEQ or mm[off : off + 16] == key:
-                mm[off : off + 16] = key
-                mm[off + 16 : off + 24] = _SEQ.pack(seq)
-                if old == _ZERO_SEQ:
-                    struct.pack_into("<Q", mm, _COUNT_AT, self.count + 1)
-                return
-            i = (i + 1) & self.mask
-
-    def insert_many(self, items: list[tuple[str, int]] | list[tuple[bytes, int]]) -> None:
-        """:meth:`insert` for many ``(key, seq)`` pairs (keys are ids when the C insert
-        is there to hash them), the header's count written once."""
-        if _native_insert is not None:
-            added = _native_insert(self.mm, HEADER_SIZE, self.mask, items)  # type: ignore[arg-type]
-        else:
-            added = self._insert_many(items)  # type: ignore[arg-type]
-        struct.pack_into("<Q", self.mm, _COUNT_AT, self.count + added)
-
-    def _insert_many(self, items: list[tuple[bytes, int]]) -> int:
-        mm, mask, added = self.mm, self.mask, 0
-        home = _HOME
-        pack = _SEQ.pack
-        for key, seq in items:
-            i = home(key)[0] & mask
-            while True:
-                off = HEADER_SIZE + i * SLOT
-                old = mm[off + 16 : off + 24]
-                if old == _ZERO_SEQ:
-                    mm[off : off + 24] = key + pack(seq)
-                    added += 1
-                    break
-                if mm[off : off + 16] == key:
-                    mm[off + 16 : off + 24] = pack(seq)
-                    break
-                i = (i + 1) & mask
-        return added
-
-
 class IdIndex:
-    """Lookups and inserts; the caller holds the store's write lock."""
+    """Lookups and inserts; the caller holds the store's write lock.
+
+    An index that fails its checks on open has ``damage`` set (why) and no tables: the
+    caller resets it and refills it from the log.
+    """
 
     def __init__(self, directory: str) -> None:
         self._dir = directory
         os.makedirs(directory, exist_ok=True)
         self._first = self._path(0)
-        self._tables: list[_Table] = [_Table(self._first, FIRST_BITS, create=True)]
         self._keys: dict[str, bytes] = {}
-        self._open_new_tables()
+        self.damage: str | None = None
+        self._tables: list[_Table] = []
+        try:
+            self._tables.append(_Table(self._first, FIRST_BITS, create=True))
+            self._open_new_tables()
+        except IndexDamage as exc:
+            self.close()
+            self.damage = str(exc)
 
     def _path(self, n: int) -> str:
         return os.path.join(self._dir, f"{n:03d}.idx")
 
-    def _header(self) -> tuple[bytes, int, int, int, bytes, int]:
+    def _header(self) -> tuple[bytes, int, int, int, bytes, int, bytes, int, bytes]:
         return HEADER.unpack_from(self._tables[0].mm, 0)
 
     def _open_new_tables(self) -> None:
         ntables = self._header()[1]
+        if ntables == len(self._tables):
+            return
+        # Another writer added a table, or the header is wrong: believe it only if it
+        # passes its checks (a flipped bit in the count would otherwise have us create
+        # and zero-fill tables of hundreds of megabytes).
+        if not (len(self._tables) < ntables <= MAX_TABLES and self._tables[0].header_ok()):
+            raise IndexDamage(f"{self._first}: the header lists {ntables} tables")
         while len(self._tables) < ntables:
             n = len(self._tables)
-            self._tables.append(_Table(self._path(n), FIRST_BITS + n, create=True))
+            self._tables.append(_Table(self._path(n), FIRST_BITS + n, create=False))
+
+    def is_sound(self) -> bool:
+        """The files are still this index's and its first header passes its check."""
+        return self.is_current() and self._tables[0].header_ok()
 
     @property
     def covered_seq(self) -> int:
@@ -195,6 +128,12 @@ class IdIndex:
     @property
     def synced_seq(self) -> int:
         return self._header()[3]
+
+    @property
+    def suspect_after(self) -> int | None:
+        """Hits with a seq past this are confirmed against the log (None: none are)."""
+        value = self._header()[7]
+        return value - 1 if value else None
 
     @property
     def stamp(self) -> bytes:
@@ -213,9 +152,12 @@ class IdIndex:
         for name in os.listdir(self._dir):
             if name.endswith(".idx"):
                 os.unlink(os.path.join(self._dir, name))
-        self._tables = [_Table(self._path(0), FIRST_BITS, create=True)]
-        self._tables[0].mm[_STAMP_AT : _STAMP_AT + 8] = stamp
-        self._tables[0].mm[32:48] = current_boot_id()
+        table = _Table(self._path(0), FIRST_BITS, create=True)
+        self._tables = [table]
+        table.mm[_STAMP_AT : _STAMP_AT + 8] = stamp
+        table.mm[32:48] = current_boot_id()
+        table.seal()
+        self.damage = None
 
     def set_covered(self, seq: int) -> None:
         struct.pack_into("<Q", self._tables[0].mm, 16, seq)
@@ -224,20 +166,33 @@ class IdIndex:
         """After a reboot, distrust everything not fsynced at the last seal."""
         boot = current_boot_id()
         if self._header()[4] != boot:
-            self.set_covered(min(self.covered_seq, self.synced_seq))
-            self._tables[0].mm[32:48] = boot
+            synced = self.synced_seq
+            self.set_covered(min(self.covered_seq, synced))
+            # Slots of events the power cut took from the WAL may have reached the disk:
+            # until a rebuild, hits past what was fsynced are confirmed against the log.
+            suspect = self.suspect_after
+            floor = synced if suspect is None else min(suspect, synced)
+            table = self._tables[0]
+            struct.pack_into("<Q", table.mm, _SUSPECT_AT, floor + 1)
+            table.mm[32:48] = boot
+            table.seal()
 
     def lookup(self, event_id: str, limit_seq: int) -> int:
-        """The seq of ``event_id``, or 0; entries at or past ``limit_seq`` are stale."""
+        """The seq of ``event_id``, or 0; entries at or past ``limit_seq`` are stale.
+
+        -1 when a slot on the way fails its check: the index is damaged.
+        """
         self._open_new_tables()
         key = key_of(event_id)
         for table in reversed(self._tables):
             seq = table.lookup(key)
+            if seq < 0:
+                return -1
             if seq and seq < limit_seq:
                 return seq
             if seq:
                 break
-        if _native_insert is None:
+        if _idtable._native_insert is None:
             # A miss is inserted next (an append looks ids up, then inserts the new ones):
             # keep its hash. The bound only guards against callers that look up without
             # inserting. (The C insert hashes ids itself, faster than this dict.)
@@ -259,7 +214,7 @@ class IdIndex:
                 pos += 1
                 continue
             chunk = items[pos : pos + room]
-            if _native_insert is None:
+            if _idtable._native_insert is None:
                 pop = keys.pop
                 table.insert_many([(pop(e, b"") or key_of(e), s) for e, s in chunk])
             else:
@@ -271,9 +226,13 @@ class IdIndex:
         table = self._tables[-1]
         if table.count + 1 > table.capacity * MAX_LOAD:
             n = len(self._tables)
+            if n >= MAX_TABLES:
+                raise IndexDamage(f"{self._first}: more than {MAX_TABLES} tables")
             table = _Table(self._path(n), FIRST_BITS + n, create=True)
             self._tables.append(table)
-            struct.pack_into("<Q", self._tables[0].mm, 8, n + 1)
+            first = self._tables[0]
+            struct.pack_into("<Q", first.mm, 8, n + 1)
+            first.seal()
         key = self._keys.pop(event_id, None) or key_of(event_id)
         table.insert(key, seq)
 
@@ -282,8 +241,10 @@ class IdIndex:
         self._open_new_tables()
         for table in self._tables:
             table.mm.flush()
-        struct.pack_into("<Q", self._tables[0].mm, 24, seq)
-        self._tables[0].mm.flush()
+        first = self._tables[0]
+        struct.pack_into("<Q", first.mm, 24, seq)
+        first.seal()
+        first.mm.flush()
 
     def close(self) -> None:
         for table in self._tables:

@@ -1,4 +1,4 @@
-"""Bringing the id index up to the log: the ids of events appended but not yet indexed.
+"""Keeping the id index true to the log: catching it up, checking its answers, rebuilding it.
 
 The index lags the log when a writer was killed between its write and its insert, when the
 index was deleted or belongs to another store, after a reboot (only what a seal fsynced is
@@ -6,6 +6,13 @@ trusted), and on purpose: a writer under ``always`` inserts its ids in small gro
 than one by one (see :class:`eventlog._writer.Writer`). Whoever next needs the index inserts
 what it misses, from the newest WAL frames (read backwards), or from the sealed segments
 when the index lost more than the WAL holds.
+
+The index only ever says "seen before" for an id the log confirms: a hit in the WAL is read
+back and its id compared (cheap, and only duplicates pay it). A hit in a sealed segment is
+read back only when the index is suspect there (after a reboot, see
+:attr:`IdIndex.suspect_after`): reading Parquet would load pyarrow into every hook process,
+and the other ways a sealed hit could be wrong, flipped bits, are caught by the slot checks.
+An index that fails a check is rebuilt from the log, and the rebuild is logged.
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ import msgspec
 
 from . import _frames as fr
 from . import _wal
+from ._codec import now_us
 from ._errors import CorruptLogError
-from ._idindex import IdIndex
+from ._idindex import IdIndex, IndexDamage, store_stamp
 from ._manifest import FileCommitter, Manifest
 from ._store import Paths
 from ._tail import frames_after
@@ -30,8 +38,98 @@ class _IdOnly(msgspec.Struct):
 _id_decoder = msgspec.msgpack.Decoder(list[_IdOnly])
 
 
+def open_index(paths: Paths) -> IdIndex:
+    """The store's id index, started again if it is new, damaged or another store's."""
+    index = IdIndex(paths.id_index)
+    stamp = store_stamp(paths.marker)
+    if index.damage is not None:
+        _report(paths, index.damage)
+        index.reset(stamp)
+    elif index.stamp != stamp:
+        index.reset(stamp)  # new, or a cache of another store: rebuilt from the log
+    index.check_boot()
+    return index
+
+
+def lookup(paths: Paths, index: IdIndex, event_id: str, limit: int, head: int) -> int:
+    """The seq of ``event_id`` below ``limit`` as the log confirms it, or 0.
+
+    ``head`` is the newest seq in the log: a wrong index is rebuilt up to it.
+    """
+    try:
+        seq = index.lookup(event_id, limit)
+        if seq == 0:
+            return 0  # a miss needs no check: the caller appends, which repairs the slot
+        why = "a slot failed its check" if seq < 0 else _disagreement(paths, index, event_id, seq)
+    except IndexDamage as exc:
+        why = str(exc)
+    if why is None:
+        return seq
+    rebuild(paths, index, head, why)
+    return max(index.lookup(event_id, limit), 0)
+
+
+def rebuild(paths: Paths, index: IdIndex, head: int, why: str) -> None:
+    """Start the index again and refill it from the log up to ``head``."""
+    _report(paths, why)
+    index.reset(store_stamp(paths.marker))
+    _catch_up(paths, index, head)
+
+
 def catch_up(paths: Paths, index: IdIndex, head: int) -> None:
     """Insert every id with a seq up to ``head`` that the index misses."""
+    try:
+        _catch_up(paths, index, head)
+    except IndexDamage as exc:
+        rebuild(paths, index, head, str(exc))
+
+
+def _report(paths: Paths, why: str) -> None:
+    import logging  # only on the rare rebuild path
+
+    logging.getLogger("evolog.eventlog").warning(
+        "rebuilding the id index of %s from the log: %s", paths.root, why
+    )
+    line = msgspec.json.encode({"at_us": now_us(), "index_rebuilt": why})
+    try:
+        with open(paths.recovery_log, "ab") as f:
+            f.write(line + b"\n")
+    except OSError:
+        pass  # the note is a courtesy; the rebuild itself is what matters
+
+
+def _disagreement(paths: Paths, index: IdIndex, event_id: str, seq: int) -> str | None:
+    """None if the log holds ``event_id`` at ``seq`` (or cannot cheaply say), else why not."""
+    from ._snapshot import Snapshot  # only duplicates get here
+
+    with Snapshot.take(paths) as snap:
+        if seq > snap.manifest.sealed_seq:
+            records = snap.tail_records(seq - 1)
+            ids = _id_decoder.decode(records.data) if records.n else []
+            got = ids[0].id if ids else None
+        else:
+            suspect = index.suspect_after
+            if suspect is None or seq <= suspect:
+                return None
+            got = _sealed_id(paths, snap.manifest, seq)
+    if got == event_id:
+        return None
+    held = "no event" if got is None else f"id {got!r}"
+    return f"it maps id {event_id!r} to seq {seq}, where the log holds {held}"
+
+
+def _sealed_id(paths: Paths, manifest: Manifest, seq: int) -> str | None:
+    import pyarrow.parquet as pq
+
+    for info in manifest.segments:
+        if info.first_seq <= seq <= info.last_seq:
+            path = os.path.join(paths.segments, info.file)
+            table = pq.read_table(path, columns=["seq", "id"], filters=[("seq", "=", seq)])
+            return str(table["id"][0].as_py()) if table.num_rows == 1 else None
+    return None
+
+
+def _catch_up(paths: Paths, index: IdIndex, head: int) -> None:
     for _ in range(100):
         manifest = FileCommitter(paths.manifest).load()
         covered = index.covered_seq

@@ -422,12 +422,28 @@ out:
 
 /* ------------------------------------------------------------------ the id index */
 
+/* The 16 check bits stored above a slot's 48-bit seq (see eventlog._idindex.slot_check):
+ * murmur3's finaliser of the key's halves and the seq, never 0 (so a filled slot's seq
+ * field can never read as empty after one flipped bit). */
+static uint64_t slot_check(const uint8_t key[16], uint64_t seq) {
+    uint64_t x = load_le64(key) ^ load_le64(key + 8) ^ seq;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    uint64_t c = x >> 48;
+    return c ? c : 1;
+}
+
 /* Put (key, seq) into the open-addressing table ``slots`` (24-byte slots: a 16-byte key,
- * then the seq as u64 little-endian; seq 0 is empty). 1 if a slot was newly filled, 0 if
- * the key was there (its seq is overwritten), -1 if the table is full. */
+ * then the seq (48 bits) and its check (16 bits) as u64 little-endian; 0 is empty). 1 if
+ * a slot was newly filled, 0 if the key was there (its seq is overwritten), -1 if the
+ * table is full. */
 static int slot_put(uint8_t *slots, Py_ssize_t mask, const uint8_t key[16], uint64_t seq) {
     uint8_t le[8];
-    for (int b = 0; b < 8; b++) le[b] = (uint8_t)(seq >> (8 * b));
+    uint64_t field = seq | (slot_check(key, seq) << 48);
+    for (int b = 0; b < 8; b++) le[b] = (uint8_t)(field >> (8 * b));
     Py_ssize_t i = (Py_ssize_t)(load_le64(key) & (uint64_t)mask);
     for (Py_ssize_t probes = 0; probes <= mask; probes++, i = (i + 1) & mask) {
         uint8_t *slot = slots + 24 * i;
@@ -486,9 +502,9 @@ static PyObject *index_insert(PyObject *self, PyObject *args) {
         uint8_t key[16];
         if (!PyArg_ParseTuple(PyList_GET_ITEM(items, j), "OK", &k, &seq)) goto out;
         int is_key = PyBytes_Check(k) && PyBytes_GET_SIZE(k) == 16;
-        if (seq == 0 || !(is_key || PyUnicode_Check(k))) {
+        if (seq == 0 || seq >> 48 || !(is_key || PyUnicode_Check(k))) {
             PyErr_SetString(PyExc_ValueError,
-                            "index_insert: expected (16-byte key or id, seq > 0) items");
+                            "index_insert: expected (16-byte key or id, 0 < seq < 2**48) items");
             goto out;
         }
         if (is_key) memcpy(key, PyBytes_AS_STRING(k), 16);

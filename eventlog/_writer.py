@@ -23,8 +23,9 @@ from ._errors import ClosedError, CorruptLogError, StorageError
 from ._events import Event
 from ._files import FileLock, LockWait, storage_error, write_all
 from ._group import GroupCommit
-from ._idindex import IdIndex, store_stamp
-from ._idsync import catch_up
+from ._idindex import IdIndex, IndexDamage, store_stamp
+from ._idsync import catch_up, open_index
+from ._idsync import lookup as index_lookup
 from ._prepare import Prepared, prepare_many, prepare_one
 from ._store import Paths
 
@@ -112,8 +113,8 @@ class Writer(GroupCommit, ActiveWal):
         # index deleted meanwhile) holds exactly what the log says. Any change (another
         # writer, a seal's rotation, a restored log) brings the check back. A syscall less on
         # every durable append, where each costs microseconds on a CPU gone cold in fsync.
-        if changed and self._index is not None and not self._index.is_current():
-            self._index.close()  # deleted or replaced by another process: map the new one
+        if changed and self._index is not None and not self._index.is_sound():
+            self._index.close()  # deleted, replaced or damaged: map (or rebuild) it again
             self._index = None
         index = self._index_open()
         covered = index.covered_seq
@@ -141,12 +142,7 @@ class Writer(GroupCommit, ActiveWal):
 
     def _index_open(self) -> IdIndex:
         if self._index is None:
-            index = IdIndex(self.paths.id_index)
-            stamp = store_stamp(self.paths.marker)
-            if index.stamp != stamp:
-                index.reset(stamp)  # new, or a cache of another store: rebuilt from the log
-            index.check_boot()
-            self._index = index
+            self._index = open_index(self.paths)
         return self._index
 
     # -- appends -----------------------------------------------------------------------
@@ -240,7 +236,7 @@ class Writer(GroupCommit, ActiveWal):
                 local.get(eid)
                 or self._pending.get(eid)
                 or self._lag.get(eid)
-                or index.lookup(eid, seq)
+                or index_lookup(self.paths, index, eid, seq, self._next_seq - 1)
             )
             if found:
                 receipts.append(_receipt((found, eid, True)))
@@ -287,7 +283,7 @@ class Writer(GroupCommit, ActiveWal):
         index = self._index_open()
         try:
             index.insert_many(items)
-        except OSError:
+        except (OSError, IndexDamage):
             # No room for a bigger index table. The records are written and acknowledged;
             # covered_seq stays behind, so the next append re-inserts these ids from the WAL
             # (or fails cleanly with StorageError before writing anything).
