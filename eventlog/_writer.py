@@ -19,7 +19,7 @@ from . import _fork, _wal
 from . import _frames as fr
 from ._active import ActiveWal
 from ._codec import gc_paused, now_us
-from ._errors import ClosedError, CorruptLogError, StorageError
+from ._errors import ClosedError, CorruptLogError, LockTimeoutError, StorageError
 from ._events import Event
 from ._files import FileLock, LockWait, storage_error, write_all
 from ._group import GroupCommit
@@ -330,7 +330,7 @@ class Writer(GroupCommit, ActiveWal):
             if self._closed:
                 return
             self._flush_locked()
-            with contextlib.suppress(OSError, StorageError, CorruptLogError):
+            with contextlib.suppress(OSError, StorageError, CorruptLogError, LockTimeoutError):
                 # The ids are in the WAL: if this fails, the next writer inserts them.
                 self._flush_lag_locked()
             self._closed = True

@@ -201,3 +201,16 @@ def test_library_lock_timeout(made: Path, holder: subprocess.Popen[str]) -> None
         assert len(seen) == 1 and f"pid {holder.pid}" in seen[0]
         _stop(holder)
         assert log.append(Note(text="y")) == 1
+
+
+def test_close_after_an_append_does_not_fail_on_a_held_lock(made: Path) -> None:
+    log = EventLog(made, lock_timeout=0.2)
+    assert log.append(Note(id="x1", text="x")) == 1  # its id waits to be indexed (in a group)
+    proc = _hold(made / "write.lock")
+    try:
+        log.close()  # appended and acknowledged: closing must not report a failure
+    finally:
+        _stop(proc)
+    with EventLog(made) as again:
+        assert again.append_receipts([Note(id="x1")])[0].duplicate
+    assert _count(made) == 1
