@@ -16,8 +16,7 @@ WAL re-inserts the missing ids. Page-cache writes survive kill -9; after a reboo
 kernel boot id changed) anything newer than ``synced_seq`` (fsynced at seal) is re-inserted.
 
 Trust: the index is a cache, checked rather than believed. Each table's header carries a
-checksum (of everything but ``covered_seq``, which the writer bounds by the log on every
-append) and is checked on open together with its bounds (table count, sizes, fill counts);
+checksum, checked on open together with its bounds (table count, sizes, fill counts);
 tables are never created or zero-filled on the word of a header that fails its check. The
 header names its store (:func:`store_stamp`). The writer starts the index again, and
 refills it from the log (sealed segments included), when it was deleted, is damaged,
@@ -45,6 +44,7 @@ from ._idtable import (
     SLOT,
     IndexDamage,
     _Table,
+    header_sound,
     key_of,
 )
 
@@ -54,6 +54,7 @@ __all__ = [
     "IdIndex",
     "IndexDamage",
     "current_boot_id",
+    "header_sound",
     "key_of",
     "store_stamp",
 ]
@@ -160,7 +161,9 @@ class IdIndex:
         self.damage = None
 
     def set_covered(self, seq: int) -> None:
-        struct.pack_into("<Q", self._tables[0].mm, 16, seq)
+        table = self._tables[0]
+        struct.pack_into("<Q", table.mm, 16, seq)
+        table.seal()
 
     def check_boot(self) -> None:
         """After a reboot, distrust everything not fsynced at the last seal."""

@@ -4,7 +4,7 @@
 Slot: a 16-byte key (BLAKE2b-128 of the id), then a u64 holding the seq (48 bits) and 16
 check bits of key and seq (:func:`slot_check`). A lookup checks each slot it passes, so a
 flipped bit on the way to an id is reported (-1) rather than answered. The header carries a
-checksum of everything but ``covered_seq`` (which the writer bounds by the log anyway).
+checksum of all its fields, rewritten with them (a few times per 64 appends at most).
 """
 
 from __future__ import annotations
@@ -90,6 +90,20 @@ def _zero_fill(fd: int, start: int, end: int) -> None:
         start += n
 
 
+def header_checksum(head: bytes) -> bytes:
+    """The 8-byte checksum of a table header's first ``_CHECK_AT`` bytes."""
+    return blake2b(head[:_CHECK_AT], digest_size=8).digest()
+
+
+def header_sound(header: bytes) -> bool:
+    """Whether ``header`` (a table's first bytes) is of this format and passes its check."""
+    return (
+        len(header) >= _CHECK_AT + 8
+        and header[:8] == MAGIC
+        and header[_CHECK_AT : _CHECK_AT + 8] == header_checksum(header)
+    )
+
+
 class _Table:
     def __init__(self, path: str, bits: int, create: bool) -> None:
         """Map one table; ``create`` makes (and zero-fills) a new one, otherwise the file
@@ -126,10 +140,7 @@ class _Table:
             raise IndexDamage(f"{path}: the table fails {what}")
 
     def _checksum(self) -> bytes:
-        # covered_seq (bytes 16-24) is left out: it changes every few appends, and the
-        # writer bounds it by the log on every append anyway.
-        mm = self.mm
-        return blake2b(mm[:16] + mm[24:_CHECK_AT], digest_size=8).digest()
+        return header_checksum(self.mm[:_CHECK_AT])
 
     def header_ok(self) -> bool:
         return self.mm[_CHECK_AT : _CHECK_AT + 8] == self._checksum()

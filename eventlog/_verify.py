@@ -92,13 +92,13 @@ def _indexed_seq(paths: Paths) -> int:
     without writing: the index is the writers' cache and records only appended seqs."""
     try:
         with open(os.path.join(paths.id_index, "000.idx"), "rb") as f:
-            header = f.read(_INDEX_HEAD.size)
+            header = f.read(idx.HEADER_SIZE)
         stamp = idx.store_stamp(paths.marker)
     except OSError:
         return 0
-    if len(header) < _INDEX_HEAD.size or not header.startswith(b"EVLIDX"):
-        return 0
-    _, _, covered, synced, boot, _, index_stamp = _INDEX_HEAD.unpack(header)
+    if not idx.header_sound(header):
+        return 0  # damaged or of another version: the writer rebuilds it from the log
+    _, _, covered, synced, boot, _, index_stamp = _INDEX_HEAD.unpack_from(header)
     if index_stamp != stamp:
         return 0  # a cache of another store (or of a copy): the writer starts it again
     # After a reboot only what a seal fsynced is trusted (as the writer does).

@@ -23,7 +23,7 @@ from ._errors import ClosedError, CorruptLogError, LockTimeoutError, StorageErro
 from ._events import Event
 from ._files import FileLock, LockWait, storage_error, write_all
 from ._group import GroupCommit
-from ._idindex import IdIndex, IndexDamage, store_stamp
+from ._idindex import IdIndex, IndexDamage
 from ._idsync import catch_up, open_index
 from ._idsync import lookup as index_lookup
 from ._prepare import Prepared, prepare_many, prepare_one
