@@ -121,9 +121,8 @@ def commit(
     with CommitGuard() as guard:
         try:
             # A hook process never seals inline: that would load pyarrow into it.
-            with EventLog(
-                store, durability=durability, auto_seal="background", **(lock or {})
-            ) as log:  # type: ignore[arg-type]
+            options: dict[str, Any] = {"durability": durability, **(lock or {})}
+            with EventLog(store, auto_seal="background", **options) as log:
                 guard.critical = True
                 receipts = log.append_receipts(events, "event ", validated=True)
                 out = Receipts(log, single)
