@@ -213,3 +213,35 @@ def test_a_duplicate_with_other_content_says_so(tmp_path: Path) -> None:
     assert b"different content" in other.stderr and other.returncode == 0
     with EventLog(path) as log:
         assert [e.text for e in log.replay()] == ["hello"]  # type: ignore[attr-defined]
+
+
+# Delivers SIGINT to the command itself the moment its imports reach the event log (where
+# msgspec builds decoders in C; an interrupt there once crashed the interpreter).
+_INTERRUPT_AT_IMPORT = """
+import os, signal, sys
+from importlib.abc import MetaPathFinder
+
+class InterruptAt(MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "eventlog._frames":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptAt())
+from evolog._entry import main
+sys.argv = ["evolog", "--store", sys.argv[1], "append", '{"kind":"signal","signals":["a"]}']
+sys.exit(main())
+"""
+
+
+def test_ctrl_c_during_start_up_exits_130_quietly_and_writes_nothing(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    EventLog(store, create=True).close()
+    before = hash_tree(store)
+    proc = subprocess.run(
+        [sys.executable, "-c", _INTERRUPT_AT_IMPORT, str(store)],
+        capture_output=True, cwd=REPO, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 130, proc.stderr.decode()
+    assert proc.stderr == b"" and proc.stdout == b""
+    assert hash_tree(store) == before
