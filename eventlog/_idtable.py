@@ -19,13 +19,20 @@ from collections.abc import Callable
 
 from ._errors import CorruptLogError
 
+#: The slot layout written here and by the C insert (check bits above a 48-bit seq).
+SLOT_FORMAT = 2
+
 _native_insert: Callable[[mmap.mmap, int, int, list[tuple[bytes | str, int]]], int] | None
 _native_key: Callable[[str], bytes] | None
 try:  # slot inserts and keys in C, when the extension was built (a small library to load)
+    from ._native import INDEX_SLOT_FORMAT as _NATIVE_FORMAT
     from ._native import index_insert as _native_insert
     from ._native import index_key as _native_key
 except ImportError:
     _native_insert = _native_key = None
+else:
+    if _NATIVE_FORMAT != SLOT_FORMAT:  # pragma: no cover - a stale build of the extension
+        _native_insert = _native_key = None
 
 MAGIC = b"EVLIDX02"
 # magic, ntables, covered_seq, synced_seq, boot_id(16), count (per table), stamp,

@@ -552,4 +552,16 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+/* The id-index slot format this build writes (eventlog._idtable.SLOT_FORMAT). Python uses
+ * the inserts only when it matches, so an extension left over from an older build (an
+ * editable install not rebuilt) can never write slots the Python side reads as damage. */
+#define INDEX_SLOT_FORMAT 2
+
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "INDEX_SLOT_FORMAT", INDEX_SLOT_FORMAT) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -2,6 +2,8 @@
 # and the id index's keys and slot inserts (used through eventlog._idindex).
 from typing import Any
 
+INDEX_SLOT_FORMAT: int
+
 def make_plan(
     columns: list[tuple[str, int, tuple[str, ...]]],
     kinds: list[tuple[str, list[tuple[int, bool, bytes | None]]]],

@@ -24,6 +24,11 @@ def _table(bits: int) -> _idtable._Table:
 
 
 def test_the_c_insert_is_built() -> None:
+    from eventlog import _native
+
+    # A build whose slot format differs is left unused (an older extension would write
+    # slots without check bits, which every lookup would then read as damage).
+    assert _native.INDEX_SLOT_FORMAT == _idtable.SLOT_FORMAT
     assert _idtable._native_insert is not None
     assert _idtable._native_key is not None
 
