@@ -191,21 +191,30 @@ class _Table:
             off = HEADER_SIZE + i * SLOT
             old = mm[off + 16 : off + 24]
             if old == _ZERO_SEQ or mm[off : off + 16] == key:
+                if old == _ZERO_SEQ:
+                    self.set_count(self.count + 1)  # counted before written (insert_many)
                 mm[off : off + 16] = key
                 mm[off + 16 : off + 24] = field
-                if old == _ZERO_SEQ:
-                    self.set_count(self.count + 1)
                 return
             i = (i + 1) & self.mask
 
     def insert_many(self, items: list[tuple[str, int]] | list[tuple[bytes, int]]) -> None:
         """:meth:`insert` for many ``(key, seq)`` pairs (keys are ids when the C insert
         is there to hash them), the header's count written once."""
+        before = self.count
+        # The count is raised first, to an upper bound, and made exact after: a writer
+        # killed between its slot writes and its count would otherwise leave filled slots
+        # uncounted, and enough such crashes overfill a table the load limit thinks has
+        # room (seen after 100 kill -9 rounds: "the table is full"). Too high is harmless.
+        self.set_count(before + len(items))
         if _native_insert is not None:
-            added = _native_insert(self.mm, HEADER_SIZE, self.mask, items)  # type: ignore[arg-type]
+            try:
+                added = _native_insert(self.mm, HEADER_SIZE, self.mask, items)  # type: ignore[arg-type]
+            except ValueError as exc:  # a full table: its count was wrong (an older index)
+                raise IndexDamage(f"{self.path}: {exc}") from None
         else:
             added = self._insert_many(items)  # type: ignore[arg-type]
-        self.set_count(self.count + added)
+        self.set_count(before + added)
 
     def _insert_many(self, items: list[tuple[bytes, int]]) -> int:
         mm, mask, added = self.mm, self.mask, 0
