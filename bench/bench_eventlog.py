@@ -129,20 +129,21 @@ def group_commit(tmp: Path, n: int, rounds: int) -> None:
 
 def index_inserts(tmp: Path, n: int, rounds: int) -> None:
     """The id index's slot inserts in C against the Python loop they replace."""
-    from eventlog import _idindex
+    from eventlog import _idindex, _idtable
     from eventlog._ids import new_ids
 
-    native = _idindex._native_insert
+    native = _idtable._native_insert, _idtable._native_key
     got: dict[str, list[float]] = {"C": [], "Python": []}
     for r in range(rounds):
         for label in got:
             index = _idindex.IdIndex(str(tmp / f"index-{label}-{r}"))
             items = [(eid, seq) for seq, eid in enumerate(new_ids(n), 1)]
-            _idindex._native_insert = native if label == "C" else None
+            if label == "Python":
+                _idtable._native_insert = _idtable._native_key = None
             t = time.perf_counter()
             index.insert_many(items)
             got[label].append((time.perf_counter() - t) / n * 1e6)
-            _idindex._native_insert = native
+            _idtable._native_insert, _idtable._native_key = native
             index.close()
     print(
         f"id index inserts, {rounds} rounds of {n} ids: C {_spread(got['C'], '{:.2f}')} us/id, "

@@ -19,13 +19,17 @@ Iceberg or Delta committer) can replace it without touching the rest of the log.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import Any, Protocol
 
 import msgspec
 
 from ._errors import CorruptLogError
+
+try:  # the interpreter's built-in SHA-256: _sha2 from Python 3.12, _sha256 before
+    from _sha2 import sha256 as _small_sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - Python 3.11
+    from _sha256 import sha256 as _small_sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
 from ._files import atomic_write
 
 FORMAT = 2
@@ -85,13 +89,17 @@ _GARBAGE_KEYS = frozenset(Garbage.__struct_fields__)
 
 
 def content_hash(data: bytes | memoryview) -> str:
+    # Imported here: hashlib starts OpenSSL (about 2 ms), which a cold append must not pay.
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
 def checksum(manifest: Manifest) -> str:
     """The checksum of everything but the checksum: the canonical encoding's hash."""
     body = _encoder.encode(msgspec.structs.replace(manifest, checksum=""))
-    return content_hash(body)
+    # A manifest is small: the interpreter's own SHA-256 (same digest, no OpenSSL start-up).
+    return str(_small_sha256(body).hexdigest())
 
 
 def decode(data: bytes, where: str) -> Manifest:
