@@ -98,6 +98,20 @@ def assert_rows_match(table: pa.Table, events: Sequence[Event]) -> None:
             )
 
 
+def evolog(
+    store: Path, *args: str, stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the ``evolog`` command on ``store`` in a fresh interpreter."""
+    return subprocess.run(
+        [sys.executable, "-m", "evolog", "--store", str(store), *args],
+        input=stdin,
+        capture_output=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+
+
 def hash_tree(root: Path) -> dict[str, str]:
     """sha256 of every file under ``root`` (relative path -> digest), plus empty dirs."""
     out: dict[str, str] = {}

@@ -13,22 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from _eventlog_util import REPO, hash_tree
+from _eventlog_util import REPO, evolog, hash_tree
 
 from eventlog import EventLog, Note, Signal
-
-
-def evolog(
-    store: Path, *args: str, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "evolog", "--store", str(store), *args],
-        input=stdin,
-        capture_output=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess[bytes], code: int = 2) -> str:

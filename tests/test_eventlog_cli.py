@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
 import pytest
-from _eventlog_util import REPO, assert_same_events, hash_tree, with_seqs
+from _eventlog_util import assert_same_events, evolog, hash_tree, with_seqs
 from hypothesis import given, settings
 from strategies import event_lists
 
@@ -30,19 +29,6 @@ from eventlog import (
     Signal,
     to_json,
 )
-
-
-def evolog(
-    store: Path, *args: str, stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "evolog", "--store", str(store), *args],
-        input=stdin,
-        capture_output=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
