@@ -18,6 +18,8 @@ from ._union import AnyEvent
 from ._writer import Durability, Receipt, Writer
 
 if TYPE_CHECKING:
+    import subprocess
+
     import pyarrow as pa
 
     from ._seal import CompactResult, SealResult
@@ -137,10 +139,15 @@ class EventLog:
             self.seal()
             return
         # A hook process must stay lean: hand the seal to a detached process.
+        self.seal_in_background()
+
+    def seal_in_background(self) -> subprocess.Popen[bytes]:
+        """Start ``evolog seal`` in a detached process (pyarrow stays out of this one);
+        returns its ``subprocess.Popen``."""
         import subprocess
         import sys
 
-        subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "evolog", "--store", self.path, "seal", "--quiet"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -265,15 +265,7 @@ class _Sealer:
 
     def after_batch(self) -> None:
         if (self.proc is None or self.proc.poll() is not None) and self.log.seal_due():
-            import subprocess  # large inputs only: 5 ms of a cold append otherwise
-
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "evolog", "--store", self.log.path, "seal", "--quiet"],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            self.proc = self.log.seal_in_background()
 
 
 def _commit_batch(
