@@ -187,7 +187,7 @@ class _Table:
         mm = self.mm
         field = _field(key, seq)
         i = int.from_bytes(key[:8], "little") & self.mask
-        while True:
+        for _ in range(self.capacity):  # a full table is damage, as in insert_many
             off = HEADER_SIZE + i * SLOT
             old = mm[off + 16 : off + 24]
             if old == _ZERO_SEQ or mm[off : off + 16] == key:
@@ -197,6 +197,7 @@ class _Table:
                 mm[off + 16 : off + 24] = field
                 return
             i = (i + 1) & self.mask
+        raise IndexDamage(f"{self.path}: the table is full")
 
     def insert_many(self, items: list[tuple[str, int]] | list[tuple[bytes, int]]) -> None:
         """:meth:`insert` for many ``(key, seq)`` pairs (keys are ids when the C insert
@@ -222,7 +223,7 @@ class _Table:
         for key, seq in items:
             field = _field(key, seq)
             i = home(key)[0] & mask
-            while True:
+            for _ in range(self.capacity):  # as the C insert: a full table is damage
                 off = HEADER_SIZE + i * SLOT
                 old = mm[off + 16 : off + 24]
                 if old == _ZERO_SEQ:
@@ -233,4 +234,6 @@ class _Table:
                     mm[off + 16 : off + 24] = field
                     break
                 i = (i + 1) & mask
+            else:
+                raise IndexDamage(f"{self.path}: the table is full")
         return added
