@@ -29,9 +29,9 @@ shares its vocabulary), the same test recall uses.
 Advice and routing skip entries the survival ledger has buried unless told otherwise.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from eventlog._signalkey import (
+from evolog.eventlog.schema._signalkey import (
     compute_signal_key,
     extract_error_signature,
     has_error_signal,
@@ -40,6 +40,8 @@ from eventlog._signalkey import (
     normalize_signals_for_matching,
     stable_hash,
 )
+
+from evolog._lazy import lazy_exports
 
 from ._attempts import close_attempt, open_attempts, outcome_id
 from ._engine import POLICIES, Advice, AdviceEngine
@@ -54,13 +56,29 @@ from ._errors import (
     UnknownAttemptError,
 )
 from ._evolog_policy import EvologParams
-from ._evolver_export import apply_patch, canonical_evolver, to_evolver
-from ._evolver_file import ImportReport, import_evolver
-from ._evolver_follow import follow_evolver
-from ._evolver_import import evolver_to_event, patch_supported
-from ._evolver_policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
 from ._outcomes import InferredOutcome, infer_from_signals, infer_outcome
 from ._state import AttemptInfo
+from .evolver._export import apply_patch, canonical_evolver, to_evolver
+from .evolver._file import ImportReport, import_evolver
+from .evolver._follow import follow_evolver
+from .evolver._import import evolver_to_event, patch_supported
+from .evolver._policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
+
+if TYPE_CHECKING:
+    from .routing._applicability import Applicability, ApplicabilityRule, applicability
+    from .routing._router import (
+        DEFAULT_FLOORS,
+        EntryPoint,
+        InvalidTaskError,
+        Plan,
+        PlanStep,
+        RouteDecision,
+        Router,
+        RouterConfig,
+        RouterError,
+        RouterPath,
+    )
+    from .routing._traversal import Traversal
 
 __all__ = [
     "DEFAULT_FLOORS",
@@ -120,36 +138,13 @@ __all__ = [
 
 # The router pulls in the memory graph, embeddings and usearch (hundreds of ms): its names
 # load on first use, so `evolog advise` in a cold process does not pay for them.
-_ROUTER_NAMES = frozenset(
+__getattr__, __dir__ = lazy_exports(
+    __name__,
     {
-        "DEFAULT_FLOORS",
-        "EntryPoint",
-        "InvalidTaskError",
-        "Plan",
-        "PlanStep",
-        "RouteDecision",
-        "Router",
-        "RouterConfig",
-        "RouterError",
-        "RouterPath",
-    }
+        ".routing._router": "DEFAULT_FLOORS EntryPoint InvalidTaskError Plan PlanStep "
+        "RouteDecision Router RouterConfig RouterError RouterPath",
+        ".routing._applicability": "Applicability ApplicabilityRule applicability",
+        ".routing._traversal": "Traversal",
+    },
+    globals(),
 )
-
-
-_APPLICABILITY_NAMES = frozenset({"Applicability", "ApplicabilityRule", "applicability"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ROUTER_NAMES:
-        from . import _router
-
-        return getattr(_router, name)
-    if name in _APPLICABILITY_NAMES:
-        from . import _applicability
-
-        return getattr(_applicability, name)
-    if name == "Traversal":
-        from ._traversal import Traversal
-
-        return Traversal
-    raise AttributeError(f"module 'advice' has no attribute {name!r}")

@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from eventlog import EventLog, Outcome
+from evolog.eventlog import EventLog, Outcome
 
 from ._engine import AdviceEngine, parse_now
 from ._errors import AttemptAlreadyClosedError, InvalidInputError, UnknownAttemptError

@@ -17,8 +17,7 @@ import os
 from typing import Any
 
 import msgspec
-
-from eventlog import Paths
+from evolog.eventlog import Paths
 
 from ._edges import FORMATS, StatTable
 from ._keysearch import KeyCatalog

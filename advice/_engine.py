@@ -1,6 +1,6 @@
 """``AdviceEngine``: gene advice over one log, kept warm between calls.
 
-The engine folds the log into an :class:`advice._state.AdviceState` once (or loads it from
+The engine folds the log into an :class:`evolog.advice._state.AdviceState` once (or loads it from
 the store's cache), then folds only the events appended since before each call. A call whose
 log files have not changed does not even open the log. ``as_of`` below the folded head
 folds a private state from the start (slow, never cached).
@@ -13,17 +13,16 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-
-from eventlog import EventLog, InvalidEventError, parse_ts
-from eventlog._signalkey import js_truthy
+from evolog.eventlog import EventLog, InvalidEventError, parse_ts
+from evolog.eventlog.schema._signalkey import js_truthy
 
 from ._cache import Signature, load_dead, load_state, log_signature, save_dead, save_state
 from ._errors import InvalidInputError
 from ._evolog_policy import EvologParams, evolog_decide, gene_ids_of
-from ._evolver_export import iso_ms
-from ._evolver_policy import evolver_advice
 from ._reader import read_rows
 from ._state import AdviceState
+from .evolver._export import iso_ms
+from .evolver._policy import evolver_advice
 
 POLICIES = ("evolog", "evolver")
 #: Rewrite the cache once this many events were folded since it was loaded.
@@ -229,7 +228,7 @@ class AdviceEngine:
 
 def _deaths(log: EventLog, as_of: int | None) -> dict[str, str]:
     # Imported only when the ledger must be replayed: the projections package loads DuckDB.
-    from projections import deaths
+    from evolog.projections import deaths
 
     return deaths(log, as_of=as_of)
 

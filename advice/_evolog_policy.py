@@ -31,12 +31,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-
-from eventlog._signalkey import compute_signal_key, normalize_signals_for_matching, to_fixed
+from evolog.eventlog.schema._signalkey import (
+    compute_signal_key,
+    normalize_signals_for_matching,
+    to_fixed,
+)
 
 from ._errors import InvalidInputError
-from ._evolver_export import iso_ms
 from ._state import AdviceState
+from .evolver._export import iso_ms
 
 MAX_BANS_EXPLAINED = 6
 

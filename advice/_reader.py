@@ -3,7 +3,7 @@
 Sealed segments are read column by column with pyarrow (only the columns and rows needed);
 the WAL tail is decoded frame by frame, only past the seq already folded. Signals and evolver
 patches, the costly columns, are read only for the rows that keep them: attempts, and the
-last :data:`advice._state.WINDOW` evolver-kind rows of each segment (earlier rows of a
+last :data:`evolog.advice._state.WINDOW` evolver-kind rows of each segment (earlier rows of a
 segment are pushed out of the window by those).
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from eventlog import CorruptLogError, Event, Snapshot, kind_of
-from eventlog._manifest import SegmentInfo
+from evolog.eventlog import CorruptLogError, Event, Snapshot, kind_of
+from evolog.eventlog.sealed._manifest import SegmentInfo
 
 from ._errors import LogReadError
-from ._evolver_export import EVOLVER_KINDS, PATCH_FIELD
 from ._state import WINDOW, Row, parse_patch
+from .evolver._export import EVOLVER_KINDS, PATCH_FIELD
 
 _COLUMNS = (
     "seq",
@@ -58,8 +58,7 @@ def row_of(event: Event) -> Row:
 def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> Iterator[Row]:
     import pyarrow as pa
     import pyarrow.compute as pc
-
-    from eventlog._segments import DAMAGE, open_segment, read_checked, segment_path
+    from evolog.eventlog.sealed._segments import DAMAGE, open_segment, read_checked, segment_path
 
     path = segment_path(directory, info)
     try:

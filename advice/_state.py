@@ -1,8 +1,8 @@
 """The advice state: everything advice needs, folded from the log in seq order.
 
-* edge statistics per (signal key, gene) and per gene (:mod:`advice._edges`), over **all**
+* edge statistics per (signal key, gene) and per gene (:mod:`evolog.advice._edges`), over **all**
   history — the ``evolog`` policy's evidence;
-* the distinct signal keys (:mod:`advice._keysearch`);
+* the distinct signal keys (:mod:`evolog.advice._keysearch`);
 * open attempts, and recently closed ones, by action id — for the attempts API and to find
   the key and gene of an outcome that names only its action id;
 * the last :data:`WINDOW` events of evolver kinds, as evolver would have had them as lines —
@@ -25,8 +25,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ._edges import StatTable
-from ._evolver_export import EVENT_TYPE, EVOLVER_KINDS, NONE_KEY, apply_patch, iso_ms
 from ._keysearch import KeyCatalog
+from .evolver._export import EVENT_TYPE, EVOLVER_KINDS, NONE_KEY, apply_patch, iso_ms
 
 DAY_US = 86_400_000_000
 EDGE_HALF_LIFE_DAYS = 30.0

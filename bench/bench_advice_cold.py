@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eventlog import Attempt, EventLog, Outcome
+from evolog.eventlog import Attempt, EventLog, Outcome
 
 ROOT = Path(__file__).resolve().parents[1]
 

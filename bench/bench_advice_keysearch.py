@@ -20,8 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_advice_latency import key_sets
-
-from advice._keysearch import KeyCatalog, key_signals
+from evolog.advice._keysearch import KeyCatalog, key_signals
 
 LIMIT = 32
 

@@ -24,12 +24,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from advice import AdviceEngine
-from eventlog import EventLog, init_store
-from eventlog._arrow import SCHEMA, TS_TYPE
-from eventlog._manifest import FileCommitter, Manifest
-from eventlog._segments import write_segment
+from evolog.advice import AdviceEngine
+from evolog.eventlog import EventLog, init_store
+from evolog.eventlog.sealed._arrow import SCHEMA, TS_TYPE
+from evolog.eventlog.sealed._manifest import FileCommitter, Manifest
+from evolog.eventlog.sealed._segments import write_segment
 
 CYCLE = ("signal", "hypothesis", "attempt", "outcome", "confidence_edge", "confidence_gene_outcome")
 SEGMENT_ROWS = 256 * 1024
@@ -135,7 +134,7 @@ def warm(store: Path, qs: list[Any], policy: str) -> dict[str, float]:
 # Until ``advise`` is wired into ``evolog``'s parser, dispatch it the same way by hand.
 _RUNNER = (
     "import argparse, sys\n"
-    "from evolog._cli_advice import add_advice_commands\n"
+    "from evolog.cli._advice import add_advice_commands\n"
     "p = argparse.ArgumentParser(prog='evolog'); p.add_argument('--store')\n"
     "add_advice_commands(p.add_subparsers(dest='command', required=True))\n"
     "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"

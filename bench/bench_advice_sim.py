@@ -28,12 +28,11 @@ import time
 from typing import Any
 
 import numpy as np
-
-from advice._evolog_policy import EvologParams, evolog_decide
-from advice._evolver_policy import evolver_advice
-from advice._evolver_writer import EvolverGraphWriter
-from advice._state import AdviceState, Row
-from eventlog._signalkey import compute_signal_key
+from evolog.advice._evolog_policy import EvologParams, evolog_decide
+from evolog.advice._state import AdviceState, Row
+from evolog.advice.evolver._policy import evolver_advice
+from evolog.advice.evolver._writer import EvolverGraphWriter
+from evolog.eventlog.schema._signalkey import compute_signal_key
 
 STEP_MS = 2 * 3_600_000
 START_MS = 1_767_225_600_000  # 2026-01-01

@@ -21,10 +21,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dream import DreamConfig, dream
-from eventlog import Attempt, Event, EventLog, Outcome, Step
-from projections._embed import get_embedder
-from projections._memgraph import load_memgraph
+from evolog.dream import DreamConfig, dream
+from evolog.eventlog import Attempt, Event, EventLog, Outcome, Step
+from evolog.projections.graph._embed import get_embedder
+from evolog.projections.graph._memgraph import load_memgraph
 
 _VERB_TEXT = """fix debug migrate secure document
 test deploy monitor refactor profile"""

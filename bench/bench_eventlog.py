@@ -17,9 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import eventlog
-from eventlog import EventLog, Outcome, Signal
-from eventlog import _frames as fr
+import evolog.eventlog as eventlog
+from evolog.eventlog import EventLog, Outcome, Signal
+from evolog.eventlog.schema import _codec
+from evolog.eventlog.wal import _frames as fr
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -88,7 +89,7 @@ def durable_appends(tmp: Path, n: int, rounds: int) -> None:
             for e in events:
                 log.append(e)
             ours.append(n / (time.perf_counter() - t))
-        frame = fr.encode_frames([(1, eventlog._codec.encode(events[0]))])
+        frame = fr.encode_frames([(1, _codec.encode(events[0]))])
         fd = os.open(tmp / f"raw-{r}.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
         t = time.perf_counter()
         for _ in range(n):
@@ -129,8 +130,8 @@ def group_commit(tmp: Path, n: int, rounds: int) -> None:
 
 def index_inserts(tmp: Path, n: int, rounds: int) -> None:
     """The id index's slot inserts in C against the Python loop they replace."""
-    from eventlog import _idindex, _idtable
-    from eventlog._ids import new_ids
+    from evolog.eventlog.index import _idindex, _idtable
+    from evolog.eventlog.schema._ids import new_ids
 
     native = _idtable._native_insert, _idtable._native_key
     got: dict[str, list[float]] = {"C": [], "Python": []}
@@ -171,7 +172,6 @@ def _demo_events(n: int, strip_ids: bool = False) -> list[eventlog.Event]:
 def sealing(tmp: Path, n: int) -> None:
     """Seal throughput; the one-time import of the Parquet machinery is timed apart."""
     t = time.perf_counter()
-    import eventlog._seal  # pyarrow, numpy and the segment writer
 
     print(f"seal: importing the Parquet machinery once: {(time.perf_counter() - t) * 1000:.0f} ms")
     for label, strip_ids in (("demo ids", False), ("generated ids", True)):
@@ -200,9 +200,10 @@ def fill_store(store: Path, events: list[eventlog.Event]) -> None:
 
 _FRESH_SEAL = """
 import sys, time
-import eventlog._seal, eventlog._segments  # the Parquet machinery, timed apart
+import evolog.eventlog.sealed._seal  # the Parquet machinery, timed apart
+import evolog.eventlog.sealed._segments
 {setup}
-from eventlog import EventLog
+from evolog.eventlog import EventLog
 with EventLog(sys.argv[1]) as log:
     t = time.perf_counter()
     rows = log.seal().rows

@@ -4,8 +4,8 @@
     python bench/bench_ledger.py --entries 100000 --outcomes 1000000 --runs 3
 
 Synthetic stores are written the fast way (Arrow tables in the events SCHEMA, sealed with
-``eventlog._segments.write_segment`` and committed by one manifest update), then replayed by
-``projections._ledger.replay_ledger`` exactly as ``evolog ledger`` does. Each tick holds
+``eventlog.sealed._segments.write_segment`` and committed by one manifest update), then replayed by
+``projections.energy._ledger.replay_ledger`` exactly as ``evolog ledger`` does. Each tick holds
 ``outcomes / ticks`` outcomes; one in ten is settled through an attempt (the outcome names
 no entries, its attempt does) and one attempt in a hundred is never settled (escrow). The
 decider of an outcome is drawn from a skewed distribution, its two supporters uniformly;
@@ -23,12 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-
-from eventlog import init_store
-from eventlog._arrow import SCHEMA, TS_TYPE
-from eventlog._manifest import FileCommitter, Manifest
-from eventlog._segments import write_segment
-from projections._ledger import replay_ledger
+from evolog.eventlog import init_store
+from evolog.eventlog.sealed._arrow import SCHEMA, TS_TYPE
+from evolog.eventlog.sealed._manifest import FileCommitter, Manifest
+from evolog.eventlog.sealed._segments import write_segment
+from evolog.projections.energy._ledger import replay_ledger
 
 SEGMENT_ROWS = 256 * 1024
 START_US = 1_767_225_600_000_000

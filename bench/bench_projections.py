@@ -4,7 +4,7 @@
     python bench/bench_projections.py --events 10000000 --runs 3
 
 The synthetic store is written the fast way: Arrow tables built in the events SCHEMA with
-numpy, sealed with the log's own ``eventlog._segments.write_segment`` (the code path a seal
+numpy, sealed with the log's own ``eventlog.sealed._segments.write_segment`` (the code path a seal
 uses) and committed by one manifest update. The incremental step appends real events with
 ``EventLog.append_many(durability='none')`` (they sit in the WAL tail), then seals them.
 """
@@ -25,11 +25,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from eventlog import Attempt, EventLog, Outcome, Step, init_store
-from eventlog._arrow import SCHEMA, TS_TYPE
-from eventlog._manifest import FileCommitter, Manifest
-from eventlog._segments import write_segment
+from evolog.eventlog import Attempt, EventLog, Outcome, Step, init_store
+from evolog.eventlog.sealed._arrow import SCHEMA, TS_TYPE
+from evolog.eventlog.sealed._manifest import FileCommitter, Manifest
+from evolog.eventlog.sealed._segments import write_segment
 
 CYCLE = ("signal", "hypothesis", "attempt", "step", "step", "outcome")
 SEGMENT_ROWS = 256 * 1024  # what a seal writes per segment
@@ -162,7 +161,7 @@ def _rebuild(proj: Any) -> None:
 
 def full_rebuild(store: Path, runs: int) -> None:
     """Edge stats from scratch vs DuckDB's raw GROUP BY over the same segments."""
-    from projections._api import Projections
+    from evolog.projections._api import Projections
 
     now = START_US + SPAN_US
     cached = Projections(store)
@@ -182,7 +181,7 @@ def full_rebuild(store: Path, runs: int) -> None:
 
 def incremental(store: Path, runs: int, batch: int = 10_000) -> None:
     """Refresh after ``batch`` new events: in the WAL tail, and sealed into a segment."""
-    from projections._api import Projections
+    from evolog.projections._api import Projections
 
     proj = Projections(store)
     proj.refresh()

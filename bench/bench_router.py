@@ -29,12 +29,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advice._router import Router, RouterConfig, RouterPath
-from dream._cycle import dream
-from eventlog import Attempt, EventLog, Node, Outcome, Step
-from projections._embed import Embedder, embedder_names, get_embedder
-from projections._memgraph import MemGraph
-from projections._vectors import VectorIndex, wanted_texts
+from evolog.advice.routing._router import Router, RouterConfig, RouterPath
+from evolog.dream._cycle import dream
+from evolog.eventlog import Attempt, EventLog, Node, Outcome, Step
+from evolog.projections.graph._embed import Embedder, embedder_names, get_embedder
+from evolog.projections.graph._memgraph import MemGraph
+from evolog.projections.graph._vectors import VectorIndex, wanted_texts
 
 ROUTING_SET = Path(__file__).with_name("routing_set.json")
 

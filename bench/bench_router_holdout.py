@@ -30,13 +30,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advice._applicability import ApplicabilityRule, null_sample, rule_for
-from advice._router import Router, RouterConfig
+from evolog.advice.routing._applicability import ApplicabilityRule, null_sample, rule_for
+from evolog.advice.routing._router import Router, RouterConfig
+from evolog.dream._cycle import dream
+from evolog.eventlog import EventLog
+from evolog.projections.graph._embed import Embedder, get_embedder
+from evolog.projections.graph._vectors import node_texts
+
 from bench.bench_router import strategy_events
-from dream._cycle import dream
-from eventlog import EventLog
-from projections._embed import Embedder, get_embedder
-from projections._vectors import node_texts
 
 HOLDOUT = Path(__file__).with_name("routing_holdout")
 KINDS = ("related", "near", "software", "everyday")
@@ -121,7 +122,7 @@ def collect(
 def decide(query: Query, rule: ApplicabilityRule, threshold: float = 0.4) -> str | None:
     """The domain the router would route ``query`` to under ``rule`` (None: zero shot).
 
-    The same test as :func:`advice._applicability.judge`, without building its verdict
+    The same test as :func:`advice.routing._applicability.judge`, without building its verdict
     (fitting calls this millions of times); tests check that both agree with the router.
     """
     for domain, similarity, composite, nulls in query.candidates:

@@ -3,10 +3,10 @@
     python bench/bench_seal_parts.py [--events 200000] [--runs 3]
 
 1. Parquet writer settings on 128k demo-mix rows: dictionary encoding everywhere (the old
-   setting) against delta encodings for seq, ts and id (eventlog._segments.DELTA_ENCODED).
+   setting) against delta encodings for seq, ts and id (eventlog.sealed._segments.DELTA_ENCODED).
 2. Reading the WAL of a 2e5-event store in a fresh process: copied with pread (what readers
-   do) against mapped (what a seal does), eventlog._wal.read_frames.
-3. Whole fresh-process seals with 128k-row groups (eventlog._segments.ROW_GROUP_ROWS) against
+   do) against mapped (what a seal does), evolog.eventlog.wal._wal.read_frames.
+3. Whole fresh-process seals with 128k-row groups (eventlog.sealed._segments.ROW_GROUP_ROWS) against
    64k-row groups, whose shorter last group might end a seal sooner.
 """
 
@@ -23,10 +23,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 from bench_eventlog import _demo_events, fill_store, fresh_seal_rate
-
-from eventlog import Event, _codec
-from eventlog._bodies import bodies_to_table
-from eventlog._segments import DELTA_ENCODED
+from evolog.eventlog import Event
+from evolog.eventlog.schema import _codec
+from evolog.eventlog.sealed._bodies import bodies_to_table
+from evolog.eventlog.sealed._segments import DELTA_ENCODED
 
 
 def parquet_settings(runs: int) -> None:
@@ -63,7 +63,7 @@ def parquet_settings(runs: int) -> None:
 
 _READ = """
 import sys, time, os
-from eventlog import _wal
+from evolog.eventlog.wal import _wal
 files = _wal.list_wal(sys.argv[1] + "/wal")
 t = time.perf_counter()
 for base, path in files:
@@ -103,7 +103,7 @@ def row_groups(tmp: Path, n: int, runs: int) -> None:
     for r in range(runs):
         for rows in got:
             store = _store(tmp, f"rg-{rows}-{r}", events)
-            setup = f"eventlog._segments.ROW_GROUP_ROWS = {rows}"
+            setup = f"evolog.eventlog.sealed._segments.ROW_GROUP_ROWS = {rows}"
             got[rows].append(fresh_seal_rate(store, setup))
     print(
         f"fresh-process seal of {n} events, median of {runs}: "

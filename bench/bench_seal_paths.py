@@ -52,8 +52,8 @@ def _literal(v: Any) -> str:
 
 def _select() -> str:
     """Columns in segment order; an omitted field reads as its kind's default."""
-    from eventlog._arrow import SCHEMA
-    from eventlog._union import EVENT_TYPES
+    from evolog.eventlog.schema._union import EVENT_TYPES
+    from evolog.eventlog.sealed._arrow import SCHEMA
 
     defaults: dict[str, list[tuple[str, Any]]] = {}
     for cls in EVENT_TYPES:
@@ -78,7 +78,7 @@ def _select() -> str:
 
 
 def _columns() -> str:
-    from eventlog._arrow import JSON_COLUMNS, SCHEMA
+    from evolog.eventlog.sealed._arrow import JSON_COLUMNS, SCHEMA
 
     spec = {
         f.name: "JSON" if f.name in JSON_COLUMNS else _duck_type(f.type)
@@ -92,8 +92,7 @@ def _columns() -> str:
 def _to_schema(table: Any) -> Any:
     import numpy as np
     import pyarrow as pa
-
-    from eventlog._arrow import SCHEMA, TS_TYPE
+    from evolog.eventlog.sealed._arrow import SCHEMA, TS_TYPE
 
     cols = []
     for f in SCHEMA:
@@ -111,10 +110,9 @@ def _to_schema(table: Any) -> Any:
 def _round(path: str, events: list[Any], tmp: Path) -> tuple[float, Any]:
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from eventlog._arrow import events_to_table
-    from eventlog._codec import decode_array, encode
-    from eventlog._frames import array_header
+    from evolog.eventlog.schema._codec import decode_array, encode
+    from evolog.eventlog.sealed._arrow import events_to_table
+    from evolog.eventlog.wal._frames import array_header
 
     groups = [events[i : i + GROUP] for i in range(0, len(events), GROUP)]
     msgpack = [array_header(len(g)) + b"".join(encode(e) for e in g) for g in groups]
@@ -132,7 +130,7 @@ def _round(path: str, events: list[Any], tmp: Path) -> tuple[float, Any]:
             tables.append(events_to_table(decoded))
         table = pa.concat_tables(tables)
     elif path == "native":
-        from eventlog._bodies import bodies_to_table
+        from evolog.eventlog.sealed._bodies import bodies_to_table
 
         header = len(array_header(1))
         tables, first = [], 1
@@ -144,8 +142,7 @@ def _round(path: str, events: list[Any], tmp: Path) -> tuple[float, Any]:
         import io
 
         import pyarrow.json as pj
-
-        from eventlog._arrow import JSON_COLUMNS, SCHEMA
+        from evolog.eventlog.sealed._arrow import JSON_COLUMNS, SCHEMA
 
         schema = pa.schema(
             [

@@ -37,7 +37,10 @@ from ._errors import (
     UndoError,
 )
 from ._heuristic import HeuristicDreamer, classify_failure, confidence_of
-from ._opcodes import (
+from ._phases import FIDELITY
+from ._traces import Trace, TraceStep, load_traces
+from ._undo import dependent_cycles, undo_cycle
+from .isa._opcodes import (
     EDGE_TYPES,
     FAILURE_CLASSES,
     LAST_PARENT,
@@ -50,15 +53,14 @@ from ._opcodes import (
     Signature,
     last_parent_positions,
 )
-from ._parser import (
+from .isa._parser import (
     DEFAULT_MAX_INSTRUCTIONS,
     TokenizerMode,
     constraint_fields,
     parse_program,
     tokenize_line,
 )
-from ._phases import FIDELITY
-from ._program import (
+from .isa._program import (
     ISA_REGISTRY,
     ISA_VERSION,
     Diagnostic,
@@ -69,16 +71,14 @@ from ._program import (
     Program,
     UpgradeTransform,
 )
-from ._serializer import (
+from .isa._serializer import (
     LINE_BREAKS,
     SerializationError,
     quote_arg,
     serialize_instruction,
     serialize_program,
 )
-from ._traces import Trace, TraceStep, load_traces
-from ._undo import dependent_cycles, undo_cycle
-from ._vm import VMContext, VMResult, run_program
+from .isa._vm import VMContext, VMResult, run_program
 
 __all__ = [
     "CLAUDE_DEFAULT_MODEL",

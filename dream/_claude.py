@@ -22,19 +22,20 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from dream._dreamer import DreamProgram, LinkCandidate
-from dream._errors import (
+from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+
+from ._dreamer import DreamProgram, LinkCandidate
+from ._errors import (
     DreamerAPIError,
     DreamerConfigError,
     DreamerConnectionError,
     DreamerOutputError,
     DreamerRateLimitError,
 )
-from dream._heuristic import SUMMARY_LIMIT
-from dream._parser import parse_program
-from dream._prompts import SYSTEM_PROMPT, compact_prompt, link_prompt, repair_prompt, trace_prompt
-from dream._traces import Trace
-from projections._memgraph import StepRecord, StrategyNode
+from ._heuristic import SUMMARY_LIMIT
+from ._prompts import SYSTEM_PROMPT, compact_prompt, link_prompt, repair_prompt, trace_prompt
+from ._traces import Trace
+from .isa._parser import parse_program
 
 __all__ = ["DEFAULT_MODEL", "ClaudeDreamer", "strip_fences"]
 

@@ -12,7 +12,7 @@ batch's traces, the nodes it restates and the graph it starts from (last seq, re
 cycles), so a retried cycle over an unchanged graph appends nothing new; event ids are
 ``<cycle>.<n>`` and node ids ``node-<hash>-<n>``.
 
-Undoing a cycle (:mod:`dream._undo`) makes its traces undreamed again, so the next dream
+Undoing a cycle (:mod:`evolog.dream._undo`) makes its traces undreamed again, so the next dream
 re-dreams them under a new cycle id.
 """
 
@@ -25,19 +25,19 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import msgspec
+from evolog.eventlog import DreamBegin, DreamEnd, Event, EventLog, EventLogError
+from evolog.eventlog._files import FileLock
+from evolog.projections.graph._embed import Embedder, get_embedder
+from evolog.projections.graph._memgraph import MemGraph, StrategyNode, load_memgraph
+from evolog.projections.graph._vectors import VectorIndex, wanted_texts
 
-from dream._dreamer import Dreamer
-from dream._errors import CycleError
-from dream._fallback import Guarded
-from dream._heuristic import SUMMARY_LIMIT, HeuristicDreamer
-from dream._phases import CycleBuilder, PhaseSettings
-from dream._program import ISA_REGISTRY, ISA_VERSION, IsaRegistry
-from dream._traces import Trace, load_traces
-from eventlog import DreamBegin, DreamEnd, Event, EventLog, EventLogError
-from eventlog._files import FileLock
-from projections._embed import Embedder, get_embedder
-from projections._memgraph import MemGraph, StrategyNode, load_memgraph
-from projections._vectors import VectorIndex, wanted_texts
+from ._dreamer import Dreamer
+from ._errors import CycleError
+from ._fallback import Guarded
+from ._heuristic import SUMMARY_LIMIT, HeuristicDreamer
+from ._phases import CycleBuilder, PhaseSettings
+from ._traces import Trace, load_traces
+from .isa._program import ISA_REGISTRY, ISA_VERSION, IsaRegistry
 
 __all__ = ["CycleReport", "DreamConfig", "DreamReport", "cycle_id", "dream", "dream_lock"]
 

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import msgspec
+from evolog.projections.graph._memgraph import StepRecord, StrategyNode
 
-from dream._program import Instruction
-from dream._serializer import LINE_BREAKS
-from dream._traces import Trace
-from projections._memgraph import StepRecord, StrategyNode
+from ._traces import Trace
+from .isa._program import Instruction
+from .isa._serializer import LINE_BREAKS
 
 __all__ = ["DreamProgram", "Dreamer", "LinkCandidate", "clean_text"]
 
@@ -48,7 +48,7 @@ class LinkCandidate(msgspec.Struct, frozen=True):
 
 
 class Dreamer(Protocol):
-    """The interface the dream cycle drives; see :mod:`dream._heuristic` for the default."""
+    """The interface the dream cycle drives; see :mod:`evolog.dream._heuristic` for the default."""
 
     @property
     def name(self) -> str:

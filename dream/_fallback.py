@@ -1,7 +1,7 @@
 """A requested dreamer that fails, in a run that asked for the heuristic fallback.
 
 Without a fallback (the default) a dreamer failure stops the run: see
-:meth:`dream._phases.CycleBuilder._dream_one`. With one, each failing trace is dreamed by
+:meth:`evolog.dream._phases.CycleBuilder._dream_one`. With one, each failing trace is dreamed by
 the heuristic dreamer and the cycle says so (its dream-end status is ``fallback``, its phase
 log names every such trace). :class:`Guarded` keeps a fallback run from paying the
 dreamer's retries once per trace: after a failure that will not go away within the run (the
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dream._dreamer import Dreamer, DreamProgram, LinkCandidate
-from dream._errors import DreamerError, DreamerOutputError
-from dream._traces import Trace
-from projections._memgraph import StepRecord, StrategyNode
+from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+
+from ._dreamer import Dreamer, DreamProgram, LinkCandidate
+from ._errors import DreamerError, DreamerOutputError
+from ._traces import Trace
 
 __all__ = ["Guarded"]
 

@@ -21,11 +21,12 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from dream._dreamer import DreamProgram, LinkCandidate, clean_text
-from dream._opcodes import LAST_PARENT, Opcode
-from dream._program import Instruction
-from dream._traces import Trace, TraceStep
-from projections._memgraph import StepRecord, StrategyNode
+from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+
+from ._dreamer import DreamProgram, LinkCandidate, clean_text
+from ._traces import Trace, TraceStep
+from .isa._opcodes import LAST_PARENT, Opcode
+from .isa._program import Instruction
 
 __all__ = ["HeuristicDreamer", "classify_failure", "confidence_of"]
 

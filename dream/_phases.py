@@ -15,21 +15,21 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
+from evolog.eventlog import Event, Link, Node
+from evolog.projections.graph._embed import Vectors
+from evolog.projections.graph._memgraph import MemGraph, StrategyNode
+from evolog.projections.graph._vectors import MAX_TEXTS_PER_NODE, VectorIndex, node_texts
 
-from dream._checked import checked_program
-from dream._dreamer import Dreamer, DreamProgram, LinkCandidate
-from dream._errors import CycleError, DreamerError
-from dream._heuristic import SUMMARY_LIMIT, HeuristicDreamer
-from dream._opcodes import LAST_PARENT, PHASE_OPCODES, Opcode
-from dream._parser import parse_program
-from dream._program import Instruction, IsaRegistry, Program
-from dream._serializer import serialize_program
-from dream._traces import Trace
-from dream._vm import VMContext, VMResult, run_program
-from eventlog import Event, Link, Node
-from projections._embed import Vectors
-from projections._memgraph import MemGraph, StrategyNode
-from projections._vectors import MAX_TEXTS_PER_NODE, VectorIndex, node_texts
+from ._dreamer import Dreamer, DreamProgram, LinkCandidate
+from ._errors import CycleError, DreamerError
+from ._heuristic import SUMMARY_LIMIT, HeuristicDreamer
+from ._traces import Trace
+from .isa._checked import checked_program
+from .isa._opcodes import LAST_PARENT, PHASE_OPCODES, Opcode
+from .isa._parser import parse_program
+from .isa._program import Instruction, IsaRegistry, Program
+from .isa._serializer import serialize_program
+from .isa._vm import VMContext, VMResult, run_program
 
 __all__ = ["FIDELITY", "CycleBuilder", "PhaseSettings"]
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from dream._dreamer import LinkCandidate, clean_text
-from dream._opcodes import EDGE_TYPES, FAILURE_CLASSES
-from dream._program import Diagnostic
-from dream._traces import Trace
-from projections._memgraph import StepRecord, StrategyNode
+from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+
+from ._dreamer import LinkCandidate, clean_text
+from ._traces import Trace
+from .isa._opcodes import EDGE_TYPES, FAILURE_CLASSES
+from .isa._program import Diagnostic
 
 __all__ = ["SYSTEM_PROMPT", "compact_prompt", "link_prompt", "repair_prompt", "trace_prompt"]
 

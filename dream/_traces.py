@@ -1,6 +1,6 @@
 """Traces as dreams see them: one attempt with its steps, outcome and provenance.
 
-Read from the traces projection (:meth:`projections._api.Projections.traces`), which ties
+Read from the traces projection (:meth:`evolog.projections._api.Projections.traces`), which ties
 steps and outcomes to the newest attempt with their action id. A trace is keyed by its
 attempt's event id. Only a trace with an outcome is complete, and only complete traces are
 dreamed: an attempt still running has no lesson yet.
@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-
-from eventlog import EventLog
+from evolog.eventlog import EventLog
 
 __all__ = ["Trace", "TraceStep", "load_traces"]
 
@@ -88,8 +87,8 @@ def load_traces(
     log: EventLog, *, as_of: int | None = None, complete_only: bool = True
 ) -> dict[str, Trace]:
     """The log's traces (as of a seq) from the traces projection, keyed by attempt id."""
-    from projections._api import Projections  # DuckDB: imported only when dreaming
-    from projections._timefmt import py_rows  # times past 9999 would not convert
+    from evolog.projections._api import Projections  # DuckDB: imported only when dreaming
+    from evolog.projections._timefmt import py_rows  # times past 9999 would not convert
 
     table = Projections(log).traces(as_of=as_of)
     traces = (_from_row(row) for row in py_rows(table))

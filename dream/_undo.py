@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from dream._cycle import dream_lock
-from dream._errors import UndoError
-from eventlog import (
+from evolog.eventlog import (
     AnyEvent,
     ChildStep,
     Constraint,
@@ -24,7 +22,10 @@ from eventlog import (
     Prune,
     Retraction,
 )
-from projections._memgraph import load_memgraph
+from evolog.projections.graph._memgraph import load_memgraph
+
+from ._cycle import dream_lock
+from ._errors import UndoError
 
 __all__ = ["dependent_cycles", "undo_cycle"]
 

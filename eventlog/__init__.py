@@ -17,11 +17,25 @@ Errors (all in this package derive from :class:`EventLogError`)::
     └── ClosedError
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._codec import MAX_EVENT_BYTES, kind_of, now_us, to_json
-from ._dream_events import (
+from evolog._lazy import lazy_exports
+
+from ._errors import (
+    ClosedError,
+    CorruptLogError,
+    EventLogError,
+    EventTooLargeError,
+    InvalidEventError,
+    LockTimeoutError,
+    StorageError,
+    StoreExistsError,
+    StoreNotFoundError,
+)
+from ._snapshot import Snapshot, TailRecords
+from ._store import Paths, init_store
+from .schema._codec import MAX_EVENT_BYTES, kind_of, now_us, to_json
+from .schema._dream_events import (
     ChildStep,
     Constraint,
     DreamBegin,
@@ -34,18 +48,7 @@ from ._dream_events import (
     Prune,
     Retraction,
 )
-from ._errors import (
-    ClosedError,
-    CorruptLogError,
-    EventLogError,
-    EventTooLargeError,
-    InvalidEventError,
-    LockTimeoutError,
-    StorageError,
-    StoreExistsError,
-    StoreNotFoundError,
-)
-from ._events import (
+from .schema._events import (
     SCHEMA_VERSION,
     Attempt,
     ConfidenceEdge,
@@ -62,39 +65,27 @@ from ._events import (
     Step,
     Tick,
 )
-from ._ids import new_id
-from ._rules import STATUSES, TS_MAX
-from ._snapshot import Snapshot, TailRecords
-from ._store import Paths, init_store
-from ._union import EVENT_TYPES, KINDS, AnyEvent
+from .schema._ids import new_id
+from .schema._rules import STATUSES, TS_MAX
+from .schema._union import EVENT_TYPES, KINDS, AnyEvent
 
 if TYPE_CHECKING:
-    from ._jsonin import from_builtins, from_json, parse_ts
     from ._log import EventLog, open_log
-    from ._writer import Durability, Receipt
+    from .schema._jsonin import from_builtins, from_json, parse_ts
+    from .wal._receipt import Durability, Receipt
 
 # The writer and the JSON reader load on first use: a process that only reads the log (a
 # cold `evolog sql`) does not pay for the append machinery, and a hook that appends does
 # not pay for the JSON reader unless it parses JSON.
-_LAZY = {
-    "EventLog": "._log",
-    "open_log": "._log",
-    "Durability": "._writer",
-    "Receipt": "._writer",
-    "from_builtins": "._jsonin",
-    "from_json": "._jsonin",
-    "parse_ts": "._jsonin",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'eventlog' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._log": "EventLog open_log",
+        ".wal._receipt": "Durability Receipt",
+        ".schema._jsonin": "from_builtins from_json parse_ts",
+    },
+    globals(),
+)
 
 __all__ = [
     "EVENT_TYPES",

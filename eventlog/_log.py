@@ -10,20 +10,21 @@ import os
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._events import Event
 from ._files import LockWait
 from ._snapshot import Snapshot
 from ._store import init_store, require_store
-from ._union import AnyEvent
-from ._writer import Durability, Receipt, Writer
+from .schema._events import Event
+from .schema._union import AnyEvent
+from .wal._receipt import Durability, Receipt
+from .wal._writer import Writer
 
 if TYPE_CHECKING:
     import subprocess
 
     import pyarrow as pa
 
-    from ._seal import CompactResult, SealResult
     from ._verify import VerifyReport
+    from .sealed._seal import CompactResult, SealResult
 
 AutoSeal = Literal["inline", "background", "off"]
 #: Seal automatically once the active WAL passes this many bytes (about 100k events).
@@ -114,7 +115,7 @@ class EventLog:
         event differs from the one stored there (what the log fills in, such as a time of 0,
         is compared only where the event gave it). It reads the log: meant for the
         duplicate path only."""
-        from ._dupcheck import same_content, stored_events
+        from .index._dupcheck import same_content, stored_events
 
         pairs = list(pairs)
         if not pairs:
@@ -158,13 +159,13 @@ class EventLog:
     # -- maintenance -------------------------------------------------------------------
     def seal(self) -> SealResult:
         """Seal every WAL record present now into Parquet segments."""
-        from ._seal import seal
+        from .sealed._seal import seal
 
         return seal(self.paths, self._writer)
 
     def compact(self, small_rows: int = 100_000, target_rows: int = 1_000_000) -> CompactResult:
         """Merge adjacent small segments (events and seqs unchanged)."""
-        from ._seal import compact
+        from .sealed._seal import compact
 
         return compact(self.paths, small_rows, target_rows)
 
@@ -188,7 +189,7 @@ class EventLog:
         kinds: Collection[str] | None = None,
     ) -> Iterator[AnyEvent]:
         """Events in seq order, up to seq ``as_of`` and/or event time ``as_of_ts`` (µs)."""
-        from ._replay import Filter, events
+        from .sealed._replay import Filter, events
 
         flt = Filter(as_of, as_of_ts, kinds)
         with self.snapshot() as snap:
@@ -203,7 +204,7 @@ class EventLog:
         columns: list[str] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """Arrow record batches in seq order (the fast path for projections)."""
-        from ._replay import Filter, arrow_batches
+        from .sealed._replay import Filter, arrow_batches
 
         flt = Filter(as_of, as_of_ts, kinds)
         with self.snapshot() as snap:

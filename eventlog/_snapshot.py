@@ -4,7 +4,7 @@ A snapshot is a manifest plus every WAL file open at a fixed length. WAL files a
 before the manifest is read again, and the snapshot is retried if a seal committed in
 between, so no record can fall between a sealed segment and the tail. Open descriptors keep
 WAL files readable after a seal deletes them; replaced segments are deleted only after a
-grace period (see :mod:`eventlog._manifest`).
+grace period (see :mod:`evolog.eventlog.sealed._manifest`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import NamedTuple
 
 import msgspec
 
-from . import _wal
-from ._codec import decode_array
 from ._errors import CorruptLogError
-from ._frames import Frame, events_data
-from ._manifest import FileCommitter, Manifest, SegmentInfo
 from ._store import Paths
-from ._tail import frames_after
-from ._union import AnyEvent
+from .schema._codec import decode_array
+from .schema._union import AnyEvent
+from .sealed._manifest import FileCommitter, Manifest, SegmentInfo
+from .wal import _wal
+from .wal._frames import Frame, events_data
+from .wal._tail import frames_after
 
 
 class TailRecords(NamedTuple):

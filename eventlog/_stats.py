@@ -8,9 +8,9 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from ._codec import kind_of
-from ._segments import open_segment, read_checked, segment_path
 from ._snapshot import Snapshot
+from .schema._codec import kind_of
+from .sealed._segments import open_segment, read_checked, segment_path
 
 
 def stats(snap: Snapshot) -> dict[str, Any]:

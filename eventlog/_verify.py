@@ -1,6 +1,6 @@
 """``verify``: checksums, seq continuity, manifest against files. Reads only.
 
-Segments are checked in full (:mod:`eventlog._segcheck`): content hash, page checksums,
+Segments are checked in full (:mod:`eventlog.sealed._segcheck`): content hash, page checksums,
 rows, gap-free seqs and the ts range against the manifest.
 """
 
@@ -14,15 +14,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import _frames as fr
-from . import _idindex as idx
-from . import _wal
-from ._codec import decode_array
 from ._errors import EventLogError
-from ._manifest import FileCommitter, SegmentInfo
-from ._segcheck import check_segment
-from ._segments import DAMAGE
 from ._store import Paths
+from .index import _idindex as idx
+from .schema._codec import decode_array
+from .sealed._manifest import FileCommitter, SegmentInfo
+from .sealed._segcheck import check_segment
+from .sealed._segments import DAMAGE
+from .wal import _frames as fr
+from .wal import _wal
 
 
 class VerifyReport(msgspec.Struct):

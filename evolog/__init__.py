@@ -1,26 +1,118 @@
 """evolog: an event-sourced memory graph for self-improving LLM agents.
 
 ``evolog.Memory(path)`` is the Python entry point; ``evolog`` on the command line does the
-same from shell hooks and pipes. Names are imported lazily so that a hook process appending
-one event loads only the event log.
+same from shell hooks and pipes. The event types an agent records (``evolog.Signal``,
+``evolog.Attempt``, ``evolog.Outcome``, ...) and the log's errors are importable from here
+too. The layers live in subpackages: ``evolog.eventlog`` (the log), ``evolog.projections``,
+``evolog.advice`` and ``evolog.dream``.
 
-Errors: everything raised here derives from :class:`eventlog.EventLogError` (storage and
+Names are imported lazily so that a hook process appending one event loads only the event
+log.
+
+Errors: everything raised here derives from :class:`evolog.EventLogError` (storage and
 schema) or from the base error of the package that raised it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from evolog.eventlog import (
+        AnyEvent,
+        Attempt,
+        ChildStep,
+        ClosedError,
+        ConfidenceEdge,
+        ConfidenceGeneOutcome,
+        Constraint,
+        CorruptLogError,
+        DreamBegin,
+        DreamEnd,
+        Durability,
+        Event,
+        EventLogError,
+        EventTooLargeError,
+        ExternalCandidate,
+        Feedback,
+        Hypothesis,
+        InvalidEventError,
+        Lifecycle,
+        Link,
+        LockTimeoutError,
+        Mark,
+        Merge,
+        Mutation,
+        Node,
+        Note,
+        Outcome,
+        Personality,
+        Prune,
+        Receipt,
+        Retraction,
+        Signal,
+        Step,
+        StorageError,
+        StoreExistsError,
+        StoreNotFoundError,
+        Tick,
+    )
+
     from ._memory import Memory
 
-__all__ = ["Memory"]
+__all__ = [
+    "AnyEvent",
+    "Attempt",
+    "ChildStep",
+    "ClosedError",
+    "ConfidenceEdge",
+    "ConfidenceGeneOutcome",
+    "Constraint",
+    "CorruptLogError",
+    "DreamBegin",
+    "DreamEnd",
+    "Durability",
+    "Event",
+    "EventLogError",
+    "EventTooLargeError",
+    "ExternalCandidate",
+    "Feedback",
+    "Hypothesis",
+    "InvalidEventError",
+    "Lifecycle",
+    "Link",
+    "LockTimeoutError",
+    "Mark",
+    "Memory",
+    "Merge",
+    "Mutation",
+    "Node",
+    "Note",
+    "Outcome",
+    "Personality",
+    "Prune",
+    "Receipt",
+    "Retraction",
+    "Signal",
+    "Step",
+    "StorageError",
+    "StoreExistsError",
+    "StoreNotFoundError",
+    "Tick",
+]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "Memory":
-        from ._memory import Memory
-
-        return Memory
-    raise AttributeError(f"module 'evolog' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._memory": "Memory",
+        ".eventlog": "AnyEvent Attempt ChildStep ClosedError ConfidenceEdge ConfidenceGeneOutcome "
+        "Constraint CorruptLogError DreamBegin DreamEnd Durability Event "
+        "EventLogError EventTooLargeError ExternalCandidate Feedback Hypothesis "
+        "InvalidEventError Lifecycle Link LockTimeoutError Mark Merge Mutation Node "
+        "Note Outcome Personality Prune Receipt Retraction Signal Step StorageError "
+        "StoreExistsError StoreNotFoundError Tick ",
+    },
+    globals(),
+)

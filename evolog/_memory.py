@@ -6,13 +6,13 @@ import os
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from eventlog import AnyEvent, Durability, Event, EventLog, Receipt
+from evolog.eventlog import AnyEvent, Durability, Event, EventLog, Receipt
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from eventlog._seal import CompactResult, SealResult
-    from eventlog._verify import VerifyReport
+    from evolog.eventlog._verify import VerifyReport
+    from evolog.eventlog.sealed._seal import CompactResult, SealResult
 
 
 class Memory:
@@ -91,7 +91,7 @@ class Memory:
     # -- the layers above the log (each imported on first use) ----------------------------
     def projections(self, **options: Any) -> Any:
         """A :class:`projections.Projections` over this store (SQL, edges, traces, export)."""
-        from projections import Projections
+        from evolog.projections import Projections
 
         return Projections(self.log, **options)
 
@@ -101,7 +101,7 @@ class Memory:
 
     def advise(self, signals: list[str], genes: list[Any], **kwargs: Any) -> Any:
         """Which gene to prefer for ``signals`` and which to avoid (see :mod:`advice`)."""
-        from advice import AdviceEngine
+        from evolog.advice import AdviceEngine
 
         if self._advice is None:
             self._advice = AdviceEngine(self.log)
@@ -109,24 +109,24 @@ class Memory:
 
     def dream(self, **kwargs: Any) -> Any:
         """Dream the traces no cycle has consumed yet (heuristic dreamer by default)."""
-        from dream._cycle import dream
+        from evolog.dream._cycle import dream
 
         return dream(self.log, **kwargs)
 
     def route(self, task: str, **kwargs: Any) -> Any:
         """Route a task: zero-shot, a memory traversal (with its plan) or a context jump."""
-        from advice import Router
+        from evolog.advice import Router
 
         return Router.from_log(self.log, **kwargs).route(task)
 
     def ledger(self, **kwargs: Any) -> Any:
         """The survival energy ledger replayed from the log (see :func:`projections.ledger`)."""
-        from projections import ledger
+        from evolog.projections import ledger
 
         return ledger(self.log, **kwargs)
 
     def tick(self, ticks: int = 1, reason: str | None = None) -> int:
         """Append a survival-ledger clock tick; return its seq."""
-        from eventlog import Tick
+        from evolog.eventlog import Tick
 
         return self.log.append(Tick(ticks=ticks, reason=reason))

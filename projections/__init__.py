@@ -21,23 +21,14 @@ Errors::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._api import Projections
     from ._cache import Refresh
     from ._catalog import VIEW_NAMES, view_name
-    from ._edgeeval import MODES, DecayMode, EdgeParams
-    from ._embed import (
-        DEFAULT_EMBEDDER,
-        Embedder,
-        HashingEmbedder,
-        WordLlamaEmbedder,
-        embedder_names,
-        get_embedder,
-        register_embedder,
-    )
     from ._errors import (
         EngineError,
         InvalidParameterError,
@@ -46,13 +37,25 @@ if TYPE_CHECKING:
         RefusedQueryError,
     )
     from ._export import FORMATS, ExportFormat
-    from ._ledger import ledger, replay_ledger
-    from ._ledger_cache import dead_entries, deaths
-    from ._ledger_config import DAY_US, LedgerConfig, parse_cadence
-    from ._ledger_rules import LedgerRules
-    from ._ledger_view import EntryView, HistoryNote, LedgerView
-    from ._memgraph import MEMGRAPH_KINDS, MemGraph, load_memgraph
-    from ._memgraph_types import (
+    from ._sqlguard import check_query
+    from ._traces import traces_sql
+    from .edges._eval import MODES, DecayMode, EdgeParams
+    from .energy._cache import dead_entries, deaths
+    from .energy._config import DAY_US, LedgerConfig, parse_cadence
+    from .energy._ledger import ledger, replay_ledger
+    from .energy._view import EntryView, HistoryNote, LedgerView
+    from .energy.rules._rules import LedgerRules
+    from .graph._embed import (
+        DEFAULT_EMBEDDER,
+        Embedder,
+        HashingEmbedder,
+        WordLlamaEmbedder,
+        embedder_names,
+        get_embedder,
+        register_embedder,
+    )
+    from .graph._memgraph import MEMGRAPH_KINDS, MemGraph, load_memgraph
+    from .graph._types import (
         STRUCTURAL_EDGE_TYPES,
         ConstraintView,
         CycleRecord,
@@ -62,35 +65,37 @@ if TYPE_CHECKING:
         StrategyNode,
         step_id,
     )
-    from ._sqlguard import check_query
-    from ._traces import traces_sql
-    from ._vectors import VectorIndex, node_texts, wanted_texts
+    from .graph._vectors import VectorIndex, node_texts, wanted_texts
 
 # Names load on first use: ``evolog sql`` needs only the catalog, and importing the ledger,
 # embedders and vector index with it would pull pyarrow.compute, pyarrow.parquet and numpy
 # into every cold query (about 60 ms).
-_MODULES = {
-    "_api": "Projections",
-    "_cache": "Refresh",
-    "_catalog": "VIEW_NAMES view_name",
-    "_edgeeval": "MODES DecayMode EdgeParams",
-    "_embed": "DEFAULT_EMBEDDER Embedder HashingEmbedder WordLlamaEmbedder embedder_names "
-    "get_embedder register_embedder",
-    "_errors": "EngineError InvalidParameterError ProjectionError QueryError RefusedQueryError",
-    "_export": "FORMATS ExportFormat",
-    "_ledger": "ledger replay_ledger",
-    "_ledger_cache": "dead_entries deaths",
-    "_ledger_config": "DAY_US LedgerConfig parse_cadence",
-    "_ledger_rules": "LedgerRules",
-    "_ledger_view": "EntryView HistoryNote LedgerView",
-    "_memgraph": "MEMGRAPH_KINDS MemGraph load_memgraph",
-    "_memgraph_types": "STRUCTURAL_EDGE_TYPES ConstraintView CycleRecord EdgeRecord MarkRecord "
-    "StepRecord StrategyNode step_id",
-    "_sqlguard": "check_query",
-    "_traces": "traces_sql",
-    "_vectors": "VectorIndex node_texts wanted_texts",
-}
-_WHERE = {name: module for module, names in _MODULES.items() for name in names.split()}
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._api": "Projections",
+        "._cache": "Refresh",
+        "._catalog": "VIEW_NAMES view_name",
+        ".edges._eval": "MODES DecayMode EdgeParams",
+        ".graph._embed": "DEFAULT_EMBEDDER Embedder HashingEmbedder WordLlamaEmbedder "
+        "embedder_names get_embedder register_embedder",
+        "._errors": "EngineError InvalidParameterError ProjectionError QueryError "
+        "RefusedQueryError",
+        "._export": "FORMATS ExportFormat",
+        ".energy._ledger": "ledger replay_ledger",
+        ".energy._cache": "dead_entries deaths",
+        ".energy._config": "DAY_US LedgerConfig parse_cadence",
+        ".energy.rules._rules": "LedgerRules",
+        ".energy._view": "EntryView HistoryNote LedgerView",
+        ".graph._memgraph": "MEMGRAPH_KINDS MemGraph load_memgraph",
+        ".graph._types": "STRUCTURAL_EDGE_TYPES ConstraintView CycleRecord EdgeRecord MarkRecord "
+        "StepRecord StrategyNode step_id",
+        "._sqlguard": "check_query",
+        "._traces": "traces_sql",
+        ".graph._vectors": "VectorIndex node_texts wanted_texts",
+    },
+    globals(),
+)
 
 __all__ = [
     "DAY_US",
@@ -142,16 +147,3 @@ __all__ = [
     "view_name",
     "wanted_texts",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'projections' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
-
-from eventlog import Snapshot, StoreNotFoundError, now_us
-from eventlog._store import Paths
+from evolog.eventlog import Snapshot, StoreNotFoundError, now_us
+from evolog.eventlog._store import Paths
 
 from ._catalog import create_views
 from ._errors import InvalidParameterError
@@ -24,12 +23,12 @@ from ._traces import TRACE_INPUTS, traces_sql
 # The edge machinery is imported by the methods that use it: a catalog query (a cold
 # `evolog sql`) does not pay for it.
 if TYPE_CHECKING:
-    from eventlog import EventLog
+    from evolog.eventlog import EventLog
 
     from ._cache import EdgeCache, Refresh
-    from ._edgeeval import DecayMode, EdgeParams, EdgeState
-    from ._edgestate import Buckets
     from ._export import ExportFormat
+    from .edges._eval import DecayMode, EdgeParams, EdgeState
+    from .edges._state import Buckets
 
 _DERIVED = ("edges", "gene_priors")
 
@@ -86,7 +85,7 @@ class Projections:
     def params(self) -> EdgeParams:
         """The default edge parameters (half-lives, decay mode)."""
         if self._edge_params is None:
-            from ._edgeeval import EdgeParams
+            from .edges._eval import EdgeParams
 
             self._edge_params = EdgeParams()
         return self._edge_params
@@ -160,8 +159,8 @@ class Projections:
         names: set[str],
         now: int | None,
     ) -> None:
-        from ._edgeeval import evaluate
-        from ._edgestate import ALL_BUCKETS
+        from .edges._eval import evaluate
+        from .edges._state import ALL_BUCKETS
 
         at = self._now(bounds, now)
         with self._edge_state(snap, bounds, self.params, ALL_BUCKETS) as state:
@@ -187,12 +186,12 @@ class Projections:
         half_life_days: float | None = None,
         gene_half_life_days: float | None = None,
     ) -> pa.Table:
-        """Edge stats per (signal_key, gene), sorted; see :mod:`projections._edgeeval`.
+        """Edge stats per (signal_key, gene), sorted; see :mod:`evolog.projections.edges._eval`.
 
         ``signals`` selects the edges of their evolver signal key (added to ``keys``).
         """
         if signals is not None:
-            from eventlog._signalkey import compute_signal_key
+            from evolog.eventlog.schema._signalkey import compute_signal_key
 
             keys = [*(keys or []), compute_signal_key(list(signals))]
         params = self._params(mode, half_life_days, gene_half_life_days)
@@ -249,7 +248,7 @@ class Projections:
         genes: Sequence[str] | None = None,
         genes_only: bool = False,
     ) -> pa.Table:
-        from ._edgeeval import evaluate
+        from .edges._eval import evaluate
 
         bounds = Bounds(as_of, as_of_ts)
         at = self._now(bounds, now)
@@ -276,8 +275,8 @@ class Projections:
         from the log in memory (it never touches the checkpoint), with only the per-event
         ``buckets`` the evaluation reads (none in ``newest`` mode).
         """
-        from ._edgeeval import EdgeState
-        from ._edgestate import part_table
+        from .edges._eval import EdgeState
+        from .edges._state import part_table
 
         current = bounds.as_of_ts is None and (
             bounds.as_of_seq is None or bounds.as_of_seq >= snap.head_seq
@@ -304,7 +303,7 @@ class Projections:
         open_only: bool = False,
         after_seq: int = 0,
     ) -> pa.Table:
-        """Traces (see :mod:`projections._traces`), optionally filtered."""
+        """Traces (see :mod:`evolog.projections._traces`), optionally filtered."""
         params = [list(action_ids)] if action_ids is not None else None
         sql = traces_sql(after_seq, "$1" if params else None)
         if open_only:

@@ -23,14 +23,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import duckdb
+from evolog.eventlog import Snapshot
 
-from eventlog import Snapshot
-
-from ._edgestate import HalfLives, apply_events, create_state
 from ._errors import EngineError
 from ._source import Bounds, EventScan, engine_errors, sql_string, workspace
+from .edges._state import HalfLives, apply_events, create_state
 
-#: 2: event times clamped to the range the log accepts (see projections._edgestate).
+#: 2: event times clamped to the range the log accepts (see evolog.projections.edges._state).
 FORMAT = 2
 #: Fold the cache's WAL into the file past this size: replaying it costs every attach.
 WAL_CHECKPOINT_BYTES = 256 << 10

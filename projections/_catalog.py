@@ -8,8 +8,7 @@ their kind, in declaration order; ``ts`` is a ``TIMESTAMPTZ`` (UTC). Free-form f
 from __future__ import annotations
 
 import duckdb
-
-from eventlog import KINDS, Event
+from evolog.eventlog import KINDS, Event
 
 from ._source import EventScan, engine_errors, ident, null_of
 from ._traces import TRACE_INPUTS, TRACES_SQL

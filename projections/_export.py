@@ -4,27 +4,47 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Literal
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import duckdb
 
 from ._catalog import create_views
-from ._edgeeval import evaluate
-from ._edgestate import ALL_BUCKETS
 from ._errors import EngineError, InvalidParameterError
 from ._source import Bounds, EventScan, engine_errors, ident, sql_string, workspace
 from ._sqlguard import outside_store
+from .edges._eval import evaluate
+from .edges._state import ALL_BUCKETS
 
 if TYPE_CHECKING:
-    from ._api import Projections
+    from evolog.eventlog import Snapshot
+    from evolog.eventlog._store import Paths
+
+    from .edges._eval import EdgeParams, EdgeState
+    from .edges._state import Buckets
 
 ExportFormat = Literal["parquet", "csv"]
 FORMATS: tuple[ExportFormat, ...] = ("parquet", "csv")
 _OPTIONS = {"parquet": "FORMAT parquet, COMPRESSION zstd", "csv": "FORMAT csv, HEADER true"}
 
 
+class Exportable(Protocol):
+    """What an export reads of :class:`~evolog.projections.Projections` (a protocol, so
+    that this module and the class do not import each other)."""
+
+    @property
+    def paths(self) -> Paths: ...
+    @property
+    def params(self) -> EdgeParams: ...
+    def snapshot(self) -> Snapshot: ...
+    def _now(self, bounds: Bounds, now: int | None) -> int: ...
+    def _edge_state(
+        self, snap: Snapshot, bounds: Bounds, params: EdgeParams, buckets: Buckets
+    ) -> AbstractContextManager[EdgeState]: ...
+
+
 def export(
-    proj: Projections,
+    proj: Exportable,
     directory: str | os.PathLike[str],
     fmt: ExportFormat = "parquet",
     *,

@@ -1,7 +1,7 @@
 """Segments checked against the manifest before DuckDB scans them.
 
 DuckDB reads Parquet without verifying page checksums, so a scan checks what it can cheaply:
-each segment's size (the caller, :func:`eventlog._manifest.stat_segment`) and its footer's
+each segment's size (the caller, :func:`eventlog.sealed._manifest.stat_segment`) and its footer's
 row count and seq range (a segment copied over another must not be read as the other's
 seqs). Connections whose DuckDB has no file access read segments through pyarrow, which
 checks the content hash too. Segments never change, so each is checked once per process.
@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
-
-from eventlog import CorruptLogError
-from eventlog._manifest import SegmentInfo
+from evolog.eventlog import CorruptLogError
+from evolog.eventlog.sealed._manifest import SegmentInfo
 
 
 def _sql_string(text: str) -> str:
@@ -44,7 +43,7 @@ def _unchecked(infos: Sequence[SegmentInfo], paths: Sequence[str]) -> dict[str, 
 
 def check_with_arrow(directory: str, infos: Sequence[SegmentInfo], paths: Sequence[str]) -> None:
     """Each segment's content hash, footer, rows and seq range against the manifest."""
-    from eventlog._segments import open_segment
+    from evolog.eventlog.sealed._segments import open_segment
 
     for info, key in _unchecked(infos, paths).values():
         open_segment(directory, info)

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import duckdb
-
-from eventlog import Snapshot
-from eventlog._manifest import stat_segment
+from evolog.eventlog import Snapshot
+from evolog.eventlog.sealed._manifest import stat_segment
 
 from ._errors import EngineError, InvalidParameterError
 from ._segguard import check_footers, check_with_arrow
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 #: Extensions cannot be downloaded on our machines; a LOAD that tries would hang for seconds.
 CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 _names = itertools.count(1)
-#: The columns the edge projections read (``projections._tail.NARROW_SCHEMA``).
+#: The columns the edge projections read (``evolog.projections._tail.NARROW_SCHEMA``).
 NARROW_COLUMNS = ("seq", "id", "ts", "kind", "key", "gene", "status", "action_id")
 
 
@@ -182,7 +181,7 @@ class EventScan:
 
     ``via_arrow`` reads the segments through pyarrow datasets registered on the connection
     instead of DuckDB's ``read_parquet``, so that DuckDB itself needs no file access at all
-    (:func:`projections._sqlguard.seal_off`); scans are slower and pyarrow.dataset costs
+    (:func:`evolog.projections._sqlguard.seal_off`); scans are slower and pyarrow.dataset costs
     about 45 ms to import, so only connections handed to Python code use it.
     """
 
@@ -210,7 +209,7 @@ class EventScan:
         """The columns a scan selects, in schema order."""
         if self.narrow:
             return NARROW_COLUMNS
-        from eventlog._arrow import SCHEMA
+        from evolog.eventlog.sealed._arrow import SCHEMA
 
         return tuple(SCHEMA.names)
 
@@ -260,7 +259,7 @@ class EventScan:
 
             rows = narrow_tail(self.snap, start, end)
         else:
-            from eventlog._arrow import SCHEMA, events_to_table
+            from evolog.eventlog.sealed._arrow import SCHEMA, events_to_table
 
             events = [e for e in self.snap.tail_events() if start < e.seq <= end]
             rows = events_to_table(events) if events else SCHEMA.empty_table()
@@ -275,7 +274,7 @@ class EventScan:
             from ._tail import NARROW_SCHEMA
 
             return NARROW_SCHEMA
-        from eventlog._arrow import SCHEMA
+        from evolog.eventlog.sealed._arrow import SCHEMA
 
         return SCHEMA
 
@@ -345,7 +344,7 @@ class EventScan:
 
 def null_of(con: duckdb.DuckDBPyConnection, name: str) -> str:
     """A typed NULL for a column of the events schema (older segments lack newer columns)."""
-    from eventlog._arrow import SCHEMA
+    from evolog.eventlog.sealed._arrow import SCHEMA
 
     typ = con.from_arrow(SCHEMA.empty_table().select([name])).types[0]
     return f"NULL::{typ}"

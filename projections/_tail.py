@@ -15,10 +15,9 @@ from typing import Any
 
 import msgspec
 import pyarrow as pa
-
-from eventlog import EVENT_TYPES, Snapshot
-from eventlog._arrow import SCHEMA, TS_TYPE
-from eventlog._codec import gc_paused
+from evolog.eventlog import EVENT_TYPES, Snapshot
+from evolog.eventlog.schema._codec import gc_paused
+from evolog.eventlog.sealed._arrow import SCHEMA, TS_TYPE
 
 FIELDS = ("id", "ts", "key", "gene", "status", "action_id")
 NARROW_SCHEMA = pa.schema(

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from eventlog import EventLog, Note, StorageError
+from evolog.eventlog import EventLog, Note, StorageError
 
 
 def _parse() -> argparse.Namespace:
@@ -154,7 +154,7 @@ def run_fsize_seal(log: EventLog, acks: Acks, a: argparse.Namespace) -> None:
     ids = [f"{a.prefix}-{i}" for i in range(a.count)]
     seqs = log.append_many([_note(eid, a.text_bytes) for eid in ids])
     acks.write(list(zip(seqs, ids, strict=True)))
-    import eventlog._seal  # noqa: F401  (pyarrow loads before the limit applies)
+    import evolog.eventlog.sealed._seal  # noqa: F401  (pyarrow loads before the limit applies)
 
     _limit_file_size(a.fsize_limit)
     try:
@@ -204,7 +204,7 @@ def run_crashpoint(log: EventLog, acks: Acks, a: argparse.Namespace) -> None:
 def _coarse_mtime() -> None:
     """A filesystem whose timestamps tick too slowly to tell a rotation: each change to
     wal/ (a new WAL file, a sealed one deleted) keeps the directory's previous mtime."""
-    from eventlog import _wal
+    from evolog.eventlog.wal import _wal
 
     def kept(real: Callable[..., Any], directory: Callable[..., str]) -> Callable[..., Any]:
         def op(*args: Any, **kwargs: Any) -> Any:
@@ -228,11 +228,11 @@ def main() -> int:
     if a.coarse_mtime:
         _coarse_mtime()
     if a.frame_bytes:
-        from eventlog import _frames
+        from evolog.eventlog.wal import _frames
 
         _frames.MAX_FRAME_BODY = a.frame_bytes  # a batch then spans many frames
     if a.row_group_rows:
-        from eventlog import _seal, _segments
+        from evolog.eventlog.sealed import _seal, _segments
 
         # Many row groups: the seal's background writer thread does most of the writing.
         _segments.ROW_GROUP_ROWS = _seal.DECODE_EVENTS = a.row_group_rows

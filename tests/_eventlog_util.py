@@ -14,8 +14,7 @@ from typing import Any
 
 import msgspec
 import pyarrow as pa
-
-from eventlog import Event, EventLog, kind_of
+from evolog.eventlog import Event, EventLog, kind_of
 
 JSON_META = b"evolog.json"
 REPO = Path(__file__).resolve().parents[1]

@@ -5,8 +5,8 @@ to any event kind is generated without touching this file. Values stay inside wh
 promises to store losslessly: 64-bit signed integers, finite floats, Unicode text without lone
 surrogates (astral characters included, and favoured), and JSON values in free-form fields
 (``observed``, ``baseline``, ``selector``); and inside what the log requires beyond types
-(``eventlog._rules``): event times up to ``TS_MAX``, outcomes with an action and a known status,
-steps with an index >= 0.
+(``eventlog.schema._rules``): event times up to ``TS_MAX``, outcomes with an action and a
+known status, steps with an index >= 0.
 
 Public strategies:
 
@@ -30,9 +30,7 @@ import itertools
 from typing import Any
 
 import msgspec
-from hypothesis import strategies as st
-
-from eventlog import (
+from evolog.eventlog import (
     EVENT_TYPES,
     MAX_EVENT_BYTES,
     STATUSES,
@@ -44,6 +42,7 @@ from eventlog import (
     Personality,
     Step,
 )
+from hypothesis import strategies as st
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -187,7 +186,7 @@ def events_of(cls: type[Event], complete: bool = True) -> st.SearchStrategy[Even
         for f in info.fields  # type: ignore[attr-defined]
         if f.name not in _ENVELOPE
     }
-    # What the log requires beyond types (eventlog._rules): always set, within its range.
+    # What the log requires beyond types (eventlog.schema._rules): always set, within its range.
     required = _RULES.get(cls, {})
     body = {name: strategy for name, strategy in body.items() if name not in required}
     strategy: st.SearchStrategy[Event] = st.builds(

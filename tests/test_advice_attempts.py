@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from advice import (
+from evolog.advice import (
     AdviceEngine,
     AttemptAlreadyClosedError,
     InvalidInputError,
@@ -19,8 +18,8 @@ from advice import (
     open_attempts,
     outcome_id,
 )
-from advice._outcomes import infer_from_signals, js_to_number, parse_evolution_event_outcome
-from eventlog import Attempt, EventLog, Outcome
+from evolog.advice._outcomes import infer_from_signals, js_to_number, parse_evolution_event_outcome
+from evolog.eventlog import Attempt, EventLog, Outcome
 
 T0 = 1_767_225_600_000_000
 

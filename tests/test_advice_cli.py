@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evolog.eventlog import EventLog
 
-from eventlog import EventLog
-from evolog._cli_advice import add_advice_commands
+from evolog.cli._advice import add_advice_commands
 
 EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 REPO = Path(__file__).resolve().parents[1]
@@ -125,7 +125,7 @@ def test_cold_process_answers(store: str, genes_file: str) -> None:
     run(["--store", store, "import", "evolver", str(EXAMPLES / "09_tail_window.jsonl")])
     runner = (
         "import argparse, sys\n"
-        "from evolog._cli_advice import add_advice_commands\n"
+        "from evolog.cli._advice import add_advice_commands\n"
         "p = argparse.ArgumentParser(); p.add_argument('--store')\n"
         "add_advice_commands(p.add_subparsers(dest='c', required=True))\n"
         "a = p.parse_args(sys.argv[1:]); sys.exit(a.func(a))\n"

@@ -7,15 +7,14 @@ import random
 from pathlib import Path
 from typing import Any
 
+import evolog.advice._keysearch as keysearch
+from evolog.advice import AdviceEngine
+from evolog.advice._cache import STATE_FILE, cache_dir
+from evolog.advice._keysearch import KeyCatalog, jaccard, key_signals
+from evolog.advice._state import AdviceState
+from evolog.eventlog import Attempt, Event, EventLog, Outcome, Signal
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import advice._keysearch as keysearch
-from advice import AdviceEngine
-from advice._cache import STATE_FILE, cache_dir
-from advice._keysearch import KeyCatalog, jaccard, key_signals
-from advice._state import AdviceState
-from eventlog import Attempt, Event, EventLog, Outcome, Signal
 
 DAY_US = 86_400_000_000
 T0 = 1_767_225_600_000_000  # 2026-01-01

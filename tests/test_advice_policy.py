@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from advice import AdviceEngine, EvologParams, InvalidInputError, import_evolver
-from eventlog import EventLog, Outcome
-from eventlog._signalkey import parse_iso_ms
+from evolog.advice import AdviceEngine, EvologParams, InvalidInputError, import_evolver
+from evolog.eventlog import EventLog, Outcome
+from evolog.eventlog.schema._signalkey import parse_iso_ms
 
 EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 NOW = "2026-03-01T00:00:00.000Z"

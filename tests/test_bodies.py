@@ -1,4 +1,4 @@
-"""The C seal converter (eventlog._native via eventlog._bodies) against the Python way.
+"""The C seal converter (eventlog._native via eventlog.sealed._bodies) against the Python way.
 
 Both must give equal tables for every kind and field value; whatever the converter does not
 take must reach the Python way, which accepts it or raises what any reader would.
@@ -10,17 +10,17 @@ import itertools
 import math
 from typing import Any
 
+import evolog.eventlog as eventlog
 import msgspec
 import pyarrow as pa
 import pytest
+from evolog.eventlog.schema._codec import decode_array, encode
+from evolog.eventlog.sealed import _bodies
+from evolog.eventlog.sealed._arrow import events_to_table
+from evolog.eventlog.wal._frames import array_header
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import eventlog
-from eventlog import _bodies
-from eventlog._arrow import events_to_table
-from eventlog._codec import decode_array, encode
-from eventlog._frames import array_header
 from tests.strategies import event_lists
 
 _raw = msgspec.msgpack.Encoder()
@@ -153,7 +153,7 @@ def test_malformed_bodies_raise_what_a_reader_raises(data: bytes) -> None:
 
 
 def test_a_count_that_does_not_match_the_bodies_is_refused() -> None:
-    from eventlog import _native
+    from evolog.eventlog import _native
 
     plan = _bodies._plan()
     assert plan is not None

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import REPO, evolog, hash_tree
-
-from eventlog import EventLog, Note, Signal
+from evolog.eventlog import EventLog, Note, Signal
 
 
 def one_line_error(proc: subprocess.CompletedProcess[bytes], code: int = 2) -> str:
@@ -210,7 +209,7 @@ from importlib.abc import MetaPathFinder
 
 class InterruptAt(MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name == "eventlog._frames":
+        if name == "evolog.eventlog.wal._frames":
             os.kill(os.getpid(), signal.SIGINT)
         return None
 

@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import REPO
+from evolog.eventlog import EventLog
 
-from eventlog import EventLog
-from evolog._cli_ingest import CHUNK_EVENTS
+from evolog.cli._ingest import CHUNK_EVENTS
 
 # Runs ``evolog append`` in-process and reports its peak RSS (kB) on the last stderr line.
 # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across exec, so a child forked
 # from a large pytest process would report the parent's size.
 _RSS_RUNNER = (
     "import sys\n"
-    "from evolog._cli import main\n"
+    "from evolog.cli._main import main\n"
     "code = main(sys.argv[1:])\n"
     "hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
     "print(hwm.split()[1], file=sys.stderr)\n"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from evolog._cli import _FEATURE_LAYERS, _command_of, _fast_args, build_parser
+from evolog.cli._main import _FEATURE_LAYERS, _command_of, _fast_args, build_parser
 
 
 def _commands(parser: argparse.ArgumentParser) -> set[str]:

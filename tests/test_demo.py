@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from eventlog import EventLog
+from evolog.eventlog import EventLog
 
 
 def run_demo(cwd: Path, *args: str) -> str:

@@ -14,8 +14,7 @@ from typing import Any
 
 import httpx2
 import pytest
-
-from dream import (
+from evolog.dream import (
     ClaudeDreamer,
     DreamConfig,
     DreamerAPIError,
@@ -27,9 +26,10 @@ from dream import (
     TraceStep,
     dream,
 )
-from eventlog import DreamEnd, EventLog
-from projections._embed import HashingEmbedder
-from projections._memgraph import load_memgraph
+from evolog.eventlog import DreamEnd, EventLog
+from evolog.projections.graph._embed import HashingEmbedder
+from evolog.projections.graph._memgraph import load_memgraph
+
 from tests.test_dream_cycle import trace_events
 
 MODEL = "claude-sonnet-4-6"

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from evolog.eventlog import EventLog
 
-from eventlog import EventLog
-from evolog._cli_dream import ProgressBar, add_dream_commands, demo_dream
+from evolog.cli._dream import ProgressBar, add_dream_commands, demo_dream
 from tests.test_dream_cycle import trace_events
 
 

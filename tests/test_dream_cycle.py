@@ -7,8 +7,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-
-from dream import (
+from evolog.dream import (
     CycleError,
     DreamConfig,
     HeuristicDreamer,
@@ -25,14 +24,14 @@ from dream import (
     serialize_program,
     undo_cycle,
 )
-from dream._checked import checked_program
-from dream._cycle import _run_batches
-from dream._dreamer import DreamProgram
-from dream._program import Instruction
-from eventlog import Attempt, DreamEnd, Event, EventLog, Outcome, Step
-from projections._embed import HashingEmbedder, get_embedder
-from projections._memgraph import load_memgraph
-from projections._vectors import VectorIndex
+from evolog.dream._cycle import _run_batches
+from evolog.dream._dreamer import DreamProgram
+from evolog.dream.isa._checked import checked_program
+from evolog.dream.isa._program import Instruction
+from evolog.eventlog import Attempt, DreamEnd, Event, EventLog, Outcome, Step
+from evolog.projections.graph._embed import HashingEmbedder, get_embedder
+from evolog.projections.graph._memgraph import load_memgraph
+from evolog.projections.graph._vectors import VectorIndex
 
 EMBEDDER = HashingEmbedder()
 
@@ -333,7 +332,7 @@ def test_handed_over_instructions_are_checked_like_parsed_lines() -> None:
 
 
 def test_a_retried_cycle_appends_nothing_twice(log: EventLog) -> None:
-    from dream._cycle import _append_cycle, _build_cycle
+    from evolog.dream._cycle import _append_cycle, _build_cycle
 
     log.append_many(trace_events("t1", "renew the tls certificate", ["renew", "install"]))
     traces = list(load_traces(log).values())

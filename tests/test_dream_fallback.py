@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from evolog.dream import ClaudeDreamer, CycleError, DreamConfig, dream
+from evolog.eventlog import DreamEnd, EventLog
+from evolog.projections.graph._embed import HashingEmbedder
 
-from dream import ClaudeDreamer, CycleError, DreamConfig, dream
-from eventlog import DreamEnd, EventLog
-from projections._embed import HashingEmbedder
 from tests.test_dream_claude import Server, _answer
 from tests.test_dream_cycle import trace_events
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from dream import parse_program
-from dream._traces import Trace, TraceStep
-from dream._vm import VMContext, VMResult, run_program
-from eventlog import ChildStep, Constraint, Link, Mark, Merge, Node, Prune
-from projections._memgraph import MemGraph
+from evolog.dream import parse_program
+from evolog.dream._traces import Trace, TraceStep
+from evolog.dream.isa._vm import VMContext, VMResult, run_program
+from evolog.eventlog import ChildStep, Constraint, Link, Mark, Merge, Node, Prune
+from evolog.projections.graph._memgraph import MemGraph
 
 TRACE = Trace(
     id="t1",

@@ -11,12 +11,11 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from projections._edgeeval import hugeint_double
-from projections._edgefold import _as_double
-from projections._edgemath import finish
-from projections._edgestate import DAY_US
-from projections._source import cursor
+from evolog.projections._source import cursor
+from evolog.projections.edges._eval import hugeint_double
+from evolog.projections.edges._fold import _as_double
+from evolog.projections.edges._math import finish
+from evolog.projections.edges._state import DAY_US
 
 _ORACLE = """
 WITH t AS (SELECT *, greatest({now}, newest_t) AS ne FROM {name}), v AS (
@@ -116,7 +115,7 @@ def test_hugeint_to_double_is_the_sqls() -> None:
 
 
 def test_pow_without_numpy_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    import projections._edgemath as edgemath
+    import evolog.projections.edges._math as edgemath
 
     exponents = np.random.default_rng(3).uniform(-200, 50, 10_000)
     fast = edgemath._pow(0.5, exponents)

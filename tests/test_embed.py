@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from eventlog import Node
-from projections import _embed as embed_module
-from projections._embed import (
+from evolog.eventlog import Node
+from evolog.projections._errors import InvalidParameterError
+from evolog.projections.graph import _embed as embed_module
+from evolog.projections.graph._embed import (
     DEFAULT_EMBEDDER,
     Embedder,
     HashingEmbedder,
@@ -21,9 +21,8 @@ from projections._embed import (
     get_embedder,
     register_embedder,
 )
-from projections._errors import InvalidParameterError
-from projections._memgraph import MemGraph
-from projections._vectors import VectorIndex, node_texts, wanted_texts
+from evolog.projections.graph._memgraph import MemGraph
+from evolog.projections.graph._vectors import VectorIndex, node_texts, wanted_texts
 
 
 @pytest.mark.parametrize("embedder", [HashingEmbedder(), get_embedder("wordllama")], ids=str)

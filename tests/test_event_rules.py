@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import evolog.eventlog as eventlog
 import pytest
 from _eventlog_util import hash_tree
-
-import eventlog
-from eventlog import (
+from evolog.eventlog import (
     STATUSES,
     TS_MAX,
     Attempt,
@@ -134,7 +133,7 @@ def test_a_duplicate_with_other_content_is_told_apart(tmp_path: Path) -> None:
 
 
 def test_imported_evolver_statuses_are_kept_losslessly(tmp_path: Path) -> None:
-    from advice import import_evolver, to_evolver
+    from evolog.advice import import_evolver, to_evolver
 
     lines = [
         {"type": "MemoryGraphEvent", "kind": "outcome", "id": "o1", "ts": "2026-01-01T00:00:00Z",

@@ -13,10 +13,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from _eventlog_util import assert_same_events, evolog, hash_tree, with_seqs
-from hypothesis import given, settings
-from strategies import event_lists
-
-from eventlog import (
+from evolog.eventlog import (
     MAX_EVENT_BYTES,
     Attempt,
     Event,
@@ -29,6 +26,8 @@ from eventlog import (
     Signal,
     to_json,
 )
+from hypothesis import given, settings
+from strategies import event_lists
 
 
 @pytest.fixture(scope="module")

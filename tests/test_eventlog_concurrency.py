@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 from _eventlog_util import check_acked, read_acks, read_log, spawn
-
-from eventlog import EventLog
+from evolog.eventlog import EventLog
 
 WRITERS = 8
 PER_WRITER = 150

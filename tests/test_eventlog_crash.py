@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 from _eventlog_util import check_acked, read_acks, read_log, spawn
 from conftest import LONG_CRASH_LOOPS
-
-from eventlog import Event, EventLog, Note
+from evolog.eventlog import Event, EventLog, Note
 
 _BATCH_ID = re.compile(r"^(?P<prefix>r\d+)-b(?P<batch>\d+)-of(?P<size>\d+)-(?P<j>\d+)$")
 

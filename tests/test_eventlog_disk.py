@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import check_acked, read_acks, read_log, spawn
-
-from eventlog import EventLog, Note
+from evolog.eventlog import EventLog, Note
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from eventlog import EventLog, Note
+from evolog.eventlog import EventLog, Note
 
 
 def _dsync(log: EventLog) -> bool:

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import REPO, read_log
-
-from eventlog import EventLog, Note, _group
+from evolog.eventlog import EventLog, Note
+from evolog.eventlog.wal import _group
 
 _IDS = (
-    "import sys; from eventlog import EventLog\n"
+    "import sys; from evolog.eventlog import EventLog\n"
     "with EventLog(sys.argv[1]) as log: print(' '.join(e.id for e in log.replay()))\n"
 )
 _APPEND = (
-    "import sys; from eventlog import EventLog, Note\n"
+    "import sys; from evolog.eventlog import EventLog, Note\n"
     "with EventLog(sys.argv[1]) as log: print(log.append(Note(id=sys.argv[2])))\n"
 )
 
@@ -83,7 +83,7 @@ def test_batch_writer_and_other_writers_share_one_sequence(store: Path) -> None:
 
 def test_flushed_batch_survives_kill_unflushed_is_absent(store: Path, tmp_path: Path) -> None:
     code = (
-        "import sys, time; from eventlog import EventLog, Note\n"
+        "import sys, time; from evolog.eventlog import EventLog, Note\n"
         "log = EventLog(sys.argv[1], create=True, durability='batch', group_ms=60_000)\n"
         "log.append_many([Note(id=f'f{i}') for i in range(100)])\n"
         "log.flush()\n"
@@ -105,7 +105,7 @@ def test_flushed_batch_survives_kill_unflushed_is_absent(store: Path, tmp_path: 
 
 def test_none_is_visible_at_once_and_survives_kill(store: Path) -> None:
     code = (
-        "import sys, time; from eventlog import EventLog, Note\n"
+        "import sys, time; from evolog.eventlog import EventLog, Note\n"
         "log = EventLog(sys.argv[1], create=True, durability='none')\n"
         "print(log.append_many([Note(id=f'n{i}') for i in range(50)])[-1], flush=True)\n"
         "time.sleep(60)\n"
@@ -145,7 +145,7 @@ def test_batch_appends_of_events_without_ids(store: Path) -> None:
 
 _FAILING_GROUP = """
 import resource, signal, sys, time
-from eventlog import EventLog, Note, StorageError
+from evolog.eventlog import EventLog, Note, StorageError
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
 log = EventLog(sys.argv[1], create=True, durability="batch", group_ms=20, group_size=10_000)
 log.append(Note(id="first"))  # the WAL and the id index are made before the limit

@@ -12,8 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from eventlog import EventLog, Note
+from evolog.eventlog import EventLog, Note
 
 CHILDREN = 4
 PER_CHILD = 150

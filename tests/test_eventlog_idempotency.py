@@ -15,11 +15,10 @@ from pathlib import Path
 import msgspec
 import pytest
 from _eventlog_util import assert_same_events, hash_tree, with_seqs
+from evolog.eventlog import Event, EventLog, Note, Receipt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import event_lists
-
-from eventlog import Event, EventLog, Note, Receipt
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -212,7 +211,7 @@ def test_concurrent_writers_of_the_same_ids(store: Path) -> None:
     """Processes racing to append the same ids: each id is written exactly once."""
     EventLog(store, create=True).close()
     code = (
-        "import sys; from eventlog import EventLog, Note\n"
+        "import sys; from evolog.eventlog import EventLog, Note\n"
         "with EventLog(sys.argv[1]) as log:\n"
         "    for i in range(150):\n"
         "        log.append(Note(id=f'same{i}', text=sys.argv[2]))\n"
@@ -254,7 +253,7 @@ def test_a_writer_killed_before_indexing_its_ids(store: Path) -> None:
     """The ids of a writer that died with ids not yet indexed are found in the WAL."""
     EventLog(store, create=True).close()
     code = (
-        "import os, sys; from eventlog import EventLog, Note\n"
+        "import os, sys; from evolog.eventlog import EventLog, Note\n"
         "log = EventLog(sys.argv[1])\n"
         "for i in range(10):\n"
         "    log.append(Note(id=f'k{i}', ts=1))\n"

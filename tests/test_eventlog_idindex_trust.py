@@ -12,9 +12,9 @@ from _blake2 import blake2b
 from pathlib import Path
 
 import pytest
-
-from eventlog import EventLog, Note, Receipt, _idindex
-from eventlog._idindex import IdIndex
+from evolog.eventlog import EventLog, Note, Receipt
+from evolog.eventlog.index import _idindex
+from evolog.eventlog.index._idindex import IdIndex
 
 HEADER, SLOT = _idindex.HEADER_SIZE, _idindex.SLOT
 

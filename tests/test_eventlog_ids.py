@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
+from evolog.eventlog.schema import _ids
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from eventlog import _ids
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ALPHABET = set(CROCKFORD)

@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from eventlog import EventLog, LockTimeoutError, Note
+from evolog.eventlog import EventLog, LockTimeoutError, Note
 
 HOLD = (
     "import fcntl, os, sys, time\n"
@@ -30,7 +29,7 @@ HOLD = (
 
 BATCH_WRITER = (
     "import sys\n"
-    "from eventlog import EventLog, Note\n"
+    "from evolog.eventlog import EventLog, Note\n"
     "log = EventLog(sys.argv[1], durability='batch', group_ms=60_000)\n"
     "log.append(Note(text='held open'))\n"  # opens a group: the write lock stays held
     "print('held', flush=True)\n"

@@ -16,8 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-from eventlog import Attempt, EventLog, Outcome, Signal
+from evolog.eventlog import Attempt, EventLog, Outcome, Signal
 
 # linux/prctl.h and linux/capability.h
 PR_CAPBSET_DROP = 24

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import check_acked, hash_tree, read_acks, read_log, spawn
-
-from eventlog import CorruptLogError, EventLog, Note
+from evolog.eventlog import CorruptLogError, EventLog, Note
 
 
 @pytest.fixture

@@ -24,11 +24,7 @@ from _eventlog_util import (
     fresh_store,
     with_seqs,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from strategies import any_event, event_batches, event_lists, events_of, texts
-
-from eventlog import (
+from evolog.eventlog import (
     EVENT_TYPES,
     AnyEvent,
     Attempt,
@@ -40,14 +36,16 @@ from eventlog import (
     Outcome,
     Signal,
     Tick,
-    _seal,
-    _segments,
     from_json,
     kind_of,
     to_json,
 )
-from eventlog._arrow import POOL, events_to_table
-from eventlog._codec import decode, encode
+from evolog.eventlog.schema._codec import decode, encode
+from evolog.eventlog.sealed import _seal, _segments
+from evolog.eventlog.sealed._arrow import POOL, events_to_table
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import any_event, event_batches, event_lists, events_of, texts
 
 
 @given(any_event())

@@ -18,8 +18,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from _eventlog_util import exact, hash_tree
-
-from eventlog import (
+from evolog.eventlog import (
     Attempt,
     CorruptLogError,
     Event,
@@ -27,10 +26,10 @@ from eventlog import (
     InvalidEventError,
     Note,
     Outcome,
-    _wal,
 )
-from eventlog import _frames as fr
-from eventlog._manifest import FileCommitter
+from evolog.eventlog.sealed._manifest import FileCommitter
+from evolog.eventlog.wal import _frames as fr
+from evolog.eventlog.wal import _wal
 
 HOUR = 3600.0
 
@@ -133,8 +132,8 @@ def test_garbage_collection_deletes_only_files_the_manifest_retired(tmp_path: Pa
         log.compact(small_rows=10**9, target_rows=10**9)
         retired = {g["file"] for g in json.loads((store / "manifest.json").read_text())["garbage"]}
         assert len(retired) == 4
-        from eventlog._manifest import FileCommitter as FC
-        from eventlog._seal import collect_garbage
+        from evolog.eventlog.sealed._manifest import FileCommitter as FC
+        from evolog.eventlog.sealed._seal import collect_garbage
 
         deleted = collect_garbage(log.paths, FC(log.paths.manifest), grace=0.0)
         assert deleted == 4

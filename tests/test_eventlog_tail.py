@@ -11,13 +11,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from evolog.eventlog import CorruptLogError, EventLog, Signal, Snapshot
+from evolog.eventlog._store import Paths
+from evolog.eventlog.schema._codec import encode
+from evolog.eventlog.wal import _frames as fr
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from eventlog import CorruptLogError, EventLog, Signal, Snapshot
-from eventlog import _frames as fr
-from eventlog._codec import encode
-from eventlog._store import Paths
 
 T0 = 1_767_225_600_000_000
 

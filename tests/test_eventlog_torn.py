@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import hash_tree
-
-from eventlog import CorruptLogError, Event, EventLog, Note
-from eventlog import _frames as fr
+from evolog.eventlog import CorruptLogError, Event, EventLog, Note
+from evolog.eventlog.wal import _frames as fr
 
 # Appends as the writer made them: two single events, then one batch of three.
 APPENDS: list[list[Event]] = [

@@ -9,10 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from advice import (
+from evolog.advice import (
     AdviceEngine,
     EvolverSourceError,
     apply_patch,
@@ -24,11 +21,13 @@ from advice import (
     read_evolver_jsonl_tail,
     to_evolver,
 )
-from advice._evolver_import import diff_patch, same_json
-from advice._evolver_writer import EvolverGraphWriter
-from advice._outcomes import infer_from_signals
-from eventlog import EventLog
-from eventlog._signalkey import parse_iso_ms
+from evolog.advice._outcomes import infer_from_signals
+from evolog.advice.evolver._import import diff_patch, same_json
+from evolog.advice.evolver._writer import EvolverGraphWriter
+from evolog.eventlog import EventLog
+from evolog.eventlog.schema._signalkey import parse_iso_ms
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 EXAMPLE_NAMES = sorted(p.name[: -len(".jsonl")] for p in EXAMPLES.glob("0*.jsonl"))
@@ -198,7 +197,7 @@ def test_module_written_history_gives_identical_advice(log: EventLog, tmp_path: 
 
 
 def test_native_events_count_in_the_evolver_window(log: EventLog) -> None:
-    from eventlog import Attempt, Outcome
+    from evolog.eventlog import Attempt, Outcome
 
     ts = (NOW_MS - 3_600_000) * 1000
     log.append(Attempt(id="a1", ts=ts, signals=["x"], gene="gene_0"))

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from advice import import_evolver
-from advice._evolver_file import ImportReport
-from advice._evolver_follow import Follower, load_state, state_path
-from eventlog import EventLog
+from evolog.advice import import_evolver
+from evolog.advice.evolver._file import ImportReport
+from evolog.advice.evolver._follow import Follower, load_state, state_path
+from evolog.eventlog import EventLog
 
 EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 REPO = Path(__file__).resolve().parents[1]
@@ -134,7 +133,7 @@ def test_missing_file_is_waited_for(log: EventLog, tmp_path: Path) -> None:
 
 _RUNNER = """
 import argparse, sys
-from evolog._cli_advice import add_advice_commands
+from evolog.cli._advice import add_advice_commands
 p = argparse.ArgumentParser(prog="evolog")
 p.add_argument("--store")
 add_advice_commands(p.add_subparsers(dest="command", required=True))

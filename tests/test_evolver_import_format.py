@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from advice import ImportReport, InvalidInputError, import_evolver
-from advice._evolver_follow import Follower
-from eventlog import EventLog, Outcome, Signal
+from evolog.advice import ImportReport, InvalidInputError, import_evolver
+from evolog.advice.evolver._follow import Follower
+from evolog.eventlog import EventLog, Outcome, Signal
 
 EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 

@@ -8,10 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from eventlog._signalkey import (
+from evolog.eventlog.schema._signalkey import (
     compute_signal_key,
     extract_error_signature,
     has_error_signal,
@@ -26,6 +23,8 @@ from eventlog._signalkey import (
     to_fixed,
     utf16_sort_key,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 MARCH_1_2026_MS = 1_772_323_200_000.0

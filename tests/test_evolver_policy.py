@@ -9,15 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evolog.advice.evolver._policy import EvolverAdvice, evolver_advice, read_evolver_jsonl_tail
+from evolog.eventlog.schema._signalkey import js_pow, parse_iso_ms
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from advice._evolver_policy import (
-    EvolverAdvice,
-    evolver_advice,
-    read_evolver_jsonl_tail,
-)
-from eventlog._signalkey import js_pow, parse_iso_ms
 
 EXAMPLES = Path(__file__).parent / "data" / "evolver-examples"
 EXAMPLE_NAMES = [

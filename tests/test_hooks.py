@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from eventlog import EventLog, Outcome, Signal, Step
+from evolog.eventlog import EventLog, Outcome, Signal, Step
 
 
 def hook(store: Path, payload: Any, raw: bytes | None = None) -> subprocess.CompletedProcess[str]:
@@ -138,7 +137,7 @@ def test_hook_does_not_load_pyarrow_or_duckdb(tmp_path: Path) -> None:
         "import sys, io; sys.argv=['evolog','--store',sys.argv[1],'hook','claude-code'];"
         'sys.stdin=io.TextIOWrapper(io.BytesIO(b\'{"session_id":"s","hook_event_name":'
         '"UserPromptSubmit","prompt":"x"}\'));'
-        "from evolog._cli import main; main();"
+        "from evolog.cli._main import main; main();"
         "bad=[m for m in sys.modules if m.split('.')[0] in "
         "('pyarrow','duckdb','usearch','anthropic','numpy')]; print(bad)"
     )
@@ -156,7 +155,7 @@ def test_cli_append_does_not_load_heavy_modules(tmp_path: Path, cmd: list[str]) 
     store = str(tmp_path / "s")
     subprocess.run([sys.executable, "-m", "evolog", "init", store], check=True, capture_output=True)
     code = (
-        "import sys; from evolog._cli import main; main(sys.argv[1:]);"
+        "import sys; from evolog.cli._main import main; main(sys.argv[1:]);"
         "bad=[m for m in sys.modules if m.split('.')[0] in "
         "('pyarrow','duckdb','usearch','anthropic','numpy')]; print(bad, file=sys.stderr)"
     )

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evolog.eventlog import Attempt, EventLog, Outcome, Signal, Step
 
-from eventlog import Attempt, EventLog, Outcome, Signal, Step
-from evolog._hook_content import redact, tool_failure
-from evolog._hook_files import DEAD_LETTER_ENTRY, DEAD_LETTER_MAX, STALE_AFTER_S
+from evolog.hook._content import redact, tool_failure
+from evolog.hook._files import DEAD_LETTER_ENTRY, DEAD_LETTER_MAX, STALE_AFTER_S
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

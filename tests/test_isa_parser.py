@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from hypothesis import example, given
-from hypothesis import strategies as st
-
-from dream._opcodes import (
+from evolog.dream.isa._opcodes import (
     EDGE_TYPES,
     FAILURE_CLASSES,
     LAST_PARENT,
@@ -17,14 +14,14 @@ from dream._opcodes import (
     OpcodeGroup,
     last_parent_positions,
 )
-from dream._parser import (
+from evolog.dream.isa._parser import (
     DEFAULT_MAX_INSTRUCTIONS,
     TokenizerMode,
     constraint_fields,
     parse_program,
     tokenize_line,
 )
-from dream._program import (
+from evolog.dream.isa._program import (
     ISA_REGISTRY,
     ISA_VERSION,
     Diagnostic,
@@ -33,7 +30,9 @@ from dream._program import (
     IsaRegistry,
     Program,
 )
-from dream._serializer import serialize_program
+from evolog.dream.isa._serializer import serialize_program
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 Code = DiagnosticCode
 

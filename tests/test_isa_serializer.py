@@ -5,10 +5,7 @@ from __future__ import annotations
 import shlex
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from dream._opcodes import (
+from evolog.dream.isa._opcodes import (
     EDGE_TYPES,
     FAILURE_CLASSES,
     LAST_PARENT,
@@ -17,15 +14,17 @@ from dream._opcodes import (
     ArgKind,
     Opcode,
 )
-from dream._parser import TokenizerMode, parse_program, tokenize_line
-from dream._program import DiagnosticCode, Instruction, Program
-from dream._serializer import (
+from evolog.dream.isa._parser import TokenizerMode, parse_program, tokenize_line
+from evolog.dream.isa._program import DiagnosticCode, Instruction, Program
+from evolog.dream.isa._serializer import (
     LINE_BREAKS,
     SerializationError,
     quote_arg,
     serialize_instruction,
     serialize_program,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 def ops(program: Program) -> list[tuple[Opcode, tuple[str, ...]]]:

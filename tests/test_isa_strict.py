@@ -7,16 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from evolog.dream import CycleError, DreamConfig, Trace, dream, parse_program
+from evolog.dream._dreamer import DreamProgram, LinkCandidate
+from evolog.dream.isa._opcodes import PHASE_OPCODES, Opcode
+from evolog.dream.isa._program import DiagnosticCode
+from evolog.dream.isa._vm import VMContext, run_program
+from evolog.eventlog import EventLog
+from evolog.projections.graph._memgraph import MemGraph, StepRecord, StrategyNode, load_memgraph
 from test_dream_cycle import EMBEDDER, trace_events
 
-from dream import CycleError, DreamConfig, Trace, dream, parse_program
-from dream._dreamer import DreamProgram, LinkCandidate
-from dream._opcodes import PHASE_OPCODES, Opcode
-from dream._program import DiagnosticCode
-from dream._vm import VMContext, run_program
-from eventlog import EventLog
-from evolog._cli import main
-from projections._memgraph import MemGraph, StepRecord, StrategyNode, load_memgraph
+from evolog.cli._main import main
 
 # -- failure classes ---------------------------------------------------------------------
 

@@ -9,11 +9,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+import evolog.projections.energy._cache as cache_module
 import pytest
-from test_ledger_equivalence import random_events, snapshot, store_of
-
-import projections._ledger_cache as cache_module
-from eventlog import (
+from evolog.eventlog import (
     Attempt,
     DreamBegin,
     DreamEnd,
@@ -25,11 +23,13 @@ from eventlog import (
     StoreNotFoundError,
     Tick,
 )
-from evolog._cli import main
-from projections._errors import InvalidParameterError
-from projections._ledger import ledger, replay_ledger
-from projections._ledger_cache import LedgerCache, dead_entries, deaths
-from projections._ledger_config import LedgerConfig
+from evolog.projections._errors import InvalidParameterError
+from evolog.projections.energy._cache import LedgerCache, dead_entries, deaths
+from evolog.projections.energy._config import LedgerConfig
+from evolog.projections.energy._ledger import ledger, replay_ledger
+from test_ledger_equivalence import random_events, snapshot, store_of
+
+from evolog.cli._main import main
 
 T0 = 1_767_225_600_000_000
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from evolog.eventlog import Attempt, EventLog, Lifecycle, Outcome
+from evolog.projections.energy._ledger import ledger
 
-from eventlog import Attempt, EventLog, Lifecycle, Outcome
-from evolog._cli import main
-from projections._ledger import ledger
+from evolog.cli._main import main
 
 
 def cli(store: Path, *argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

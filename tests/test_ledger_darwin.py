@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evolog.eventlog import Attempt, Event, EventLog, Lifecycle, Outcome, Tick
+from evolog.projections.energy._follow import LedgerFollower
+from evolog.projections.energy._ledger import replay_ledger
+from evolog.projections.energy.rules._rules import LedgerRules
+from evolog.projections.energy.rules._state import ALIVE, CAUSES, UNBORN
 from hypothesis import given, settings
 from strategies import darwin_streams
-
-from eventlog import Attempt, Event, EventLog, Lifecycle, Outcome, Tick
-from projections._ledger import replay_ledger
-from projections._ledger_follow import LedgerFollower
-from projections._ledger_rules import LedgerRules
-from projections._ledger_state import ALIVE, CAUSES, UNBORN
 
 GAIN, SHARE, UPKEEP, CAP, EPS, EXPIRE = 0.6, 0.25, 0.05, 5.0, 1e-9, 50
 

@@ -12,10 +12,9 @@ import random
 from pathlib import Path
 from typing import Any
 
+import evolog.projections.energy._replay as replay_module
 import pytest
-
-import projections._ledger_replay as replay_module
-from eventlog import (
+from evolog.eventlog import (
     AnyEvent,
     Attempt,
     DreamEnd,
@@ -28,10 +27,10 @@ from eventlog import (
     Retraction,
     Tick,
 )
-from projections._ledger import replay_ledger
-from projections._ledger_follow import LedgerFollower
-from projections._ledger_rules import LedgerRules
-from projections._ledger_state import UNBORN
+from evolog.projections.energy._follow import LedgerFollower
+from evolog.projections.energy._ledger import replay_ledger
+from evolog.projections.energy.rules._rules import LedgerRules
+from evolog.projections.energy.rules._state import UNBORN
 
 
 def random_events(

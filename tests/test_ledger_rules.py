@@ -8,11 +8,10 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from projections._errors import InvalidParameterError
-from projections._ledger_config import DAY_US, LedgerConfig, config_from, parse_cadence
-from projections._ledger_rules import LedgerRules
-from projections._ledger_state import ALIVE, CAUSES, DEAD
+from evolog.projections._errors import InvalidParameterError
+from evolog.projections.energy._config import DAY_US, LedgerConfig, config_from, parse_cadence
+from evolog.projections.energy.rules._rules import LedgerRules
+from evolog.projections.energy.rules._state import ALIVE, CAUSES, DEAD
 
 
 def energy(r: LedgerRules, entry: str) -> float:

@@ -6,10 +6,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from eventlog import (
+from evolog.eventlog import (
     ChildStep,
     Constraint,
     DreamBegin,
@@ -23,7 +20,9 @@ from eventlog import (
     Prune,
     Retraction,
 )
-from projections._memgraph import MemGraph, load_memgraph
+from evolog.projections.graph._memgraph import MemGraph, load_memgraph
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 def _node(node: str, cycle: str = "c1", **kw: object) -> Node:

@@ -7,10 +7,10 @@ from _blake2 import blake2b
 from pathlib import Path
 
 import pytest
+from evolog.eventlog import EventLog, Signal
+from evolog.eventlog.index import _idtable
 from hypothesis import given
 from hypothesis import strategies as st
-
-from eventlog import EventLog, Signal, _idtable
 
 HEADER = _idtable.HEADER_SIZE
 
@@ -24,7 +24,7 @@ def _table(bits: int) -> _idtable._Table:
 
 
 def test_the_c_insert_is_built() -> None:
-    from eventlog import _native
+    from evolog.eventlog import _native
 
     # A build whose slot format differs is left unused (an older extension would write
     # slots without check bits, which every lookup would then read as damage).

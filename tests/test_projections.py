@@ -13,9 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import strategies
-from hypothesis import given, settings
-
-from eventlog import (
+from evolog.eventlog import (
     Attempt,
     Event,
     EventLog,
@@ -26,13 +24,14 @@ from eventlog import (
     init_store,
     parse_ts,
 )
-from eventlog._arrow import SCHEMA, events_to_table
-from eventlog._manifest import FileCommitter, Manifest
-from eventlog._segments import write_segment
-from projections._api import Projections
-from projections._edgeeval import EdgeParams
-from projections._errors import InvalidParameterError
-from projections._tail import NARROW_SCHEMA, narrow_tail
+from evolog.eventlog.sealed._arrow import SCHEMA, events_to_table
+from evolog.eventlog.sealed._manifest import FileCommitter, Manifest
+from evolog.eventlog.sealed._segments import write_segment
+from evolog.projections._api import Projections
+from evolog.projections._errors import InvalidParameterError
+from evolog.projections._tail import NARROW_SCHEMA, narrow_tail
+from evolog.projections.edges._eval import EdgeParams
+from hypothesis import given, settings
 
 DAY = 86_400_000_000
 T0 = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import evolog.eventlog.wal._prepare as prepare
 import pytest
+from evolog.advice.evolver._export import iso_ms
+from evolog.eventlog import Attempt, EventLog, Outcome, Signal
+from evolog.projections._api import Projections
+from evolog.projections._timefmt import iso_date, iso_us, py_rows
 
-import eventlog._prepare as prepare
-from advice._evolver_export import iso_ms
-from eventlog import Attempt, EventLog, Outcome, Signal
 from evolog import Memory
-from evolog._cli import main
-from projections._api import Projections
-from projections._timefmt import iso_date, iso_us, py_rows
+from evolog.cli._main import main
 
 T0 = 1_767_225_600_000_000
 YEAR_10000 = 253_402_300_800_000_000  # the first µs the log refuses today
@@ -111,7 +111,7 @@ def test_api_readers_answer(store: str) -> None:
         mem.ledger()
         mem.route("fix boom")
 
-    from dream._traces import load_traces
+    from evolog.dream._traces import load_traces
 
     with EventLog(store) as log:
         assert len(load_traces(log)) == 2

@@ -18,13 +18,12 @@ from unittest import mock
 
 import pyarrow as pa
 import pytest
+from evolog.eventlog import Attempt, Event, EventLog, Outcome, Signal, Step
+from evolog.projections._api import Projections
+from evolog.projections.edges import _state as _edgestate
+from evolog.projections.edges._eval import EdgeParams
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from eventlog import Attempt, Event, EventLog, Outcome, Signal, Step
-from projections import _edgestate
-from projections._api import Projections
-from projections._edgeeval import EdgeParams
 
 DAY = 86_400_000_000
 T0 = 1_767_225_600_000_000

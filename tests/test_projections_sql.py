@@ -11,12 +11,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from evolog.eventlog import Attempt, EventLog, Outcome, Signal
+from evolog.projections._api import Projections
+from evolog.projections._errors import QueryError, RefusedQueryError
+from evolog.projections._sqlguard import check_query
 
-from eventlog import Attempt, EventLog, Outcome, Signal
-from evolog._cli_sql import add_sql_commands, format_table, render
-from projections._api import Projections
-from projections._errors import QueryError, RefusedQueryError
-from projections._sqlguard import check_query
+from evolog.cli._sql import add_sql_commands, format_table, render
 
 T0 = 1_767_225_600_000_000
 
@@ -236,7 +236,7 @@ def test_internal_arrow_queries_leave_the_warning_filters_alone(tmp_path: Path) 
     import threading
     import warnings
 
-    from projections._source import arrow, cursor
+    from evolog.projections._source import arrow, cursor
 
     seg = tmp_path / "t.parquet"
     pq.write_table(pa.table({"x": list(range(50_000))}), seg)

@@ -5,17 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from evolog.advice.routing._router import InvalidTaskError, Router, RouterConfig, RouterPath
+from evolog.advice.routing._traversal import Traversal
+from evolog.dream import dream
+from evolog.eventlog import EventLog, Outcome
+from evolog.projections.graph._embed import get_embedder
 
-from advice._router import (
-    InvalidTaskError,
-    Router,
-    RouterConfig,
-    RouterPath,
-)
-from advice._traversal import Traversal
-from dream import dream
-from eventlog import EventLog, Outcome
-from projections._embed import get_embedder
 from tests.test_dream_cycle import trace_events
 
 STRATEGIES = {

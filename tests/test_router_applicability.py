@@ -7,19 +7,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from advice._applicability import (
+from evolog.advice.routing._applicability import (
     ApplicabilityRule,
     NullSample,
     judge,
     null_sample,
     rule_for,
 )
-from advice._router import Router, RouterPath
+from evolog.advice.routing._router import Router, RouterPath
+from evolog.dream import dream
+from evolog.eventlog import EventLog
+from evolog.projections.graph._embed import HashingEmbedder, get_embedder
+
 from bench.bench_router_holdout import build_router, collect, decide, halves, load_holdout, rates
-from dream import dream
-from eventlog import EventLog
-from projections._embed import HashingEmbedder, get_embedder
 from tests.test_dream_cycle import trace_events
 
 I18N = (
@@ -162,7 +162,7 @@ def test_the_null_sample_is_cached_beside_the_index(tmp_path: Path) -> None:
 
 
 def test_applicability_is_one_call_for_recall() -> None:
-    import advice
+    import evolog.advice as advice
 
     emb = get_embedder()
     node = emb.embed([I18N[0]])

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from evolog.projections.graph._embed import get_embedder
+
 from bench.bench_router import evaluate, load_set
-from projections._embed import get_embedder
 
 
 def test_the_routing_set_is_big_enough() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advice._router import Router, RouterPath
-from dream._cycle import dream
-from eventlog import Attempt, EventLog, Lifecycle, Outcome, Step
+from evolog.advice.routing._router import Router, RouterPath
+from evolog.dream._cycle import dream
+from evolog.eventlog import Attempt, EventLog, Lifecycle, Outcome, Step
 
 
 def _store(tmp_path: Path) -> EventLog:
@@ -41,7 +41,7 @@ def test_buried_strategy_is_skipped_and_explained(tmp_path: Path) -> None:
 
 
 def test_advice_skips_buried_genes(tmp_path: Path) -> None:
-    from advice import AdviceEngine
+    from evolog.advice import AdviceEngine
 
     log = EventLog(tmp_path / "a", create=True)
     for i in range(4):

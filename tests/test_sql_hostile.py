@@ -19,12 +19,12 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from evolog.eventlog import Attempt, EventLog, Outcome, Signal
+from evolog.projections._api import Projections
+from evolog.projections._errors import QueryError, RefusedQueryError
 
-from eventlog import Attempt, EventLog, Outcome, Signal
 from evolog import Memory
-from evolog._cli import main
-from projections._api import Projections
-from projections._errors import QueryError, RefusedQueryError
+from evolog.cli._main import main
 
 T0 = 1_767_225_600_000_000
 

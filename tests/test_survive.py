@@ -7,13 +7,13 @@ import random
 from pathlib import Path
 
 import pytest
+from evolog.eventlog import EventLog
+from evolog.projections.energy._ledger import ledger
 from test_ledger_api import cli
 
-from eventlog import EventLog
-from evolog._survive import RunResult, run_arm
-from evolog._survive_env import StorageEnv, TestSuiteEnv, disk_bytes
-from evolog._survive_errors import SurvivalError
-from evolog._survive_memory import (
+from evolog.survive._env import StorageEnv, TestSuiteEnv, disk_bytes
+from evolog.survive._errors import SurvivalError
+from evolog.survive._memory import (
     STORAGE_MEMORIES,
     Memory,
     decide,
@@ -21,11 +21,11 @@ from evolog._survive_memory import (
     retrieve,
     tokenize,
 )
-from evolog._survive_project import Project
-from evolog._survive_pytest import PytestRunner
-from evolog._survive_report import aggregate, bootstrap, run_metrics, table
-from evolog._survive_suite import poison_demo, run_suite
-from projections._ledger import ledger
+from evolog.survive._project import Project
+from evolog.survive._pytestenv import PytestRunner
+from evolog.survive._report import aggregate, bootstrap, run_metrics, table
+from evolog.survive._run import RunResult, run_arm
+from evolog.survive._suite import poison_demo, run_suite
 
 
 def test_storage_env_measures_bytes_on_disk(tmp_path: Path) -> None:

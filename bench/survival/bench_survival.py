@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from evolog._survive_report import aggregate, run_metrics, table
-from evolog._survive_suite import UNITS, run_suite
+from evolog.survive._report import aggregate, run_metrics, table
+from evolog.survive._suite import UNITS, run_suite
 
 ARMS = ["survival", "random_matched", "keep_everything"]
 

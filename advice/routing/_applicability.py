@@ -1,0 +1,224 @@
+"""Does a stored memory apply to a task? Similarity alone says "shares words", not "applies".
+
+A task close to a node in embedding space is not necessarily about it: with a static
+embedder every software task is fairly close to every software node ("implement a trie for
+fast prefix autocomplete" sits at 0.38 from "automate TestFlight uploads with fastlane").
+So a node applies only when two pieces of evidence agree:
+
+* **similarity**: the cosine similarity of the task to the node reaches ``min_similarity``;
+* **margin over the null**: the task is closer to the node than to *any* generic task of
+  :data:`~advice.routing._background.BACKGROUND_TASKS` by at least ``min_margin``. Those tasks are a
+  fixed sample of "what tasks that are not about this memory look like"; a task that is as
+  close to one of them as to the node is explained just as well by "some other job that
+  merely shares vocabulary", and memory is not claimed. Generic tasks that are themselves
+  within ``topic_radius`` of the node are *about* it (the sample has "add an index to speed
+  up a query"; a node about a slow SQL query must not compete with it), so they are left
+  out of that node's null.
+
+The null is a search of ~160 fixed vectors per candidate, whatever the store's size, and it
+works for a store of two nodes as well as for one of ten thousand. The rule and its
+thresholds were chosen by cross-validation over held-out domains
+(bench/bench_router_holdout.py, bench/RESULTS.md); :func:`judge` is the single place that
+decides, so recall can ask the same question.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+import numpy as np
+from evolog.projections.graph._embed import Embedder
+
+from ._background import BACKGROUND_TASKS
+
+__all__ = [
+    "DEFAULT_RULES",
+    "Applicability",
+    "ApplicabilityRule",
+    "NullSample",
+    "applicability",
+    "judge",
+    "null_for",
+    "null_sample",
+    "rule_for",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ApplicabilityRule:
+    """Thresholds of :func:`judge`: both must be met for a memory to apply."""
+
+    min_similarity: float
+    min_margin: float
+    topic_radius: float = 0.4
+
+
+DEFAULT_RULES: Final[Mapping[str, ApplicabilityRule]] = {
+    "hashing-1024": ApplicabilityRule(0.19, 0.01, 0.4),
+    "wordllama-l2-256": ApplicabilityRule(0.24, 0.06, 0.4),
+}
+"""Per embedder name; see bench/RESULTS.md for how each was fitted and what it gives."""
+_FALLBACK_RULE: Final = ApplicabilityRule(0.5, 0.05)
+
+
+def rule_for(embedder_name: str) -> ApplicabilityRule:
+    """The calibrated rule for an embedder (a strict fallback for unknown ones)."""
+    return DEFAULT_RULES.get(embedder_name, _FALLBACK_RULE)
+
+
+class Applicability(msgspec.Struct, frozen=True):
+    """The verdict with its evidence, for explanations and for callers that rank."""
+
+    applies: bool
+    similarity: float
+    null_similarity: float
+    margin: float
+    nearest_generic: str
+    why: str
+
+
+class NullSample:
+    """The background tasks embedded once (per process) with one embedder.
+
+    With a ``cache`` directory the vectors are kept there (keyed by the embedder's name and
+    a digest of the texts), so a cold process loads them instead of embedding ~160 texts.
+    """
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        texts: tuple[str, ...] = BACKGROUND_TASKS,
+        cache: str | None = None,
+    ) -> None:
+        self.texts = texts
+        path = _cache_path(cache, embedder, texts) if cache is not None else None
+        vectors = _load(path, (len(texts), embedder.dim)) if path is not None else None
+        if vectors is None:
+            vectors = np.ascontiguousarray(embedder.embed(list(texts)), dtype=np.float32)
+            if path is not None:
+                # A cache: a failure to write it costs the next cold process ~30 ms, no more.
+                with contextlib.suppress(OSError):
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    np.save(path + ".tmp.npy", vectors)
+                    os.replace(path + ".tmp.npy", path)
+        self.vectors = vectors
+
+    def nearest(
+        self, vector: np.ndarray, node: np.ndarray | None = None, radius: float = 2.0
+    ) -> tuple[float, str]:
+        """The best similarity of ``vector`` to a background task, and that task.
+
+        With ``node`` (the node's text vectors, one per row), background tasks within
+        ``radius`` of any of them are about the node and left out.
+        """
+        if not len(self.texts) or not np.any(vector):
+            return 0.0, ""
+        scores = self.vectors @ np.asarray(vector, dtype=np.float32)
+        if node is not None and len(node):
+            near = (self.vectors @ np.asarray(node, dtype=np.float32).T).max(axis=1)
+            scores = np.where(near < radius, scores, -2.0)
+        best = int(np.argmax(scores))
+        if scores[best] <= -2.0:
+            return 0.0, ""
+        return float(scores[best]), self.texts[best]
+
+
+def _cache_path(directory: str, embedder: Embedder, texts: tuple[str, ...]) -> str:
+    digest = hashlib.blake2b("\n".join(texts).encode(), digest_size=8).hexdigest()
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in embedder.name)
+    return os.path.join(directory, f"null-{safe}-{digest}.npy")
+
+
+def _load(path: str, shape: tuple[int, int]) -> np.ndarray | None:
+    try:
+        vectors = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if vectors.shape != shape or vectors.dtype != np.float32:
+        return None
+    return np.ascontiguousarray(vectors)
+
+
+_SAMPLES: dict[str, NullSample] = {}
+_SAMPLES_LOCK = threading.Lock()
+
+
+def null_sample(embedder: Embedder, cache: str | None = None) -> NullSample:
+    """The shared :class:`NullSample` of ``embedder`` (embedded on first use, or loaded from
+    ``cache`` when an earlier process left it there)."""
+    with _SAMPLES_LOCK:
+        sample = _SAMPLES.get(embedder.name)
+        if sample is None:
+            sample = _SAMPLES[embedder.name] = NullSample(embedder, cache=cache)
+        return sample
+
+
+def null_for(
+    embedder: Embedder,
+    task: np.ndarray,
+    node: np.ndarray,
+    rule: ApplicabilityRule,
+    cache: str | None = None,
+) -> tuple[float, str]:
+    """The task's null for one node: its nearest generic task not about that node."""
+    return null_sample(embedder, cache).nearest(task, node, rule.topic_radius)
+
+
+def applicability(
+    embedder: Embedder,
+    task: np.ndarray,
+    node: np.ndarray,
+    similarity: float | None = None,
+    *,
+    rule: ApplicabilityRule | None = None,
+    cache: str | None = None,
+) -> Applicability:
+    """Does a memory whose texts embed to ``node`` (rows) apply to the task vector ``task``?
+
+    The one call for callers outside the router (recall): ``similarity`` defaults to the
+    best cosine of ``task`` to a row of ``node``; ``rule`` to the embedder's calibrated one.
+    """
+    rule = rule or rule_for(embedder.name)
+    node = np.atleast_2d(np.asarray(node, dtype=np.float32))
+    if similarity is None:
+        similarity = float(np.max(node @ np.asarray(task, dtype=np.float32))) if len(node) else 0.0
+    return judge(similarity, null_for(embedder, task, node, rule, cache), rule)
+
+
+def judge(
+    similarity: float,
+    null: tuple[float, str],
+    rule: ApplicabilityRule,
+) -> Applicability:
+    """Whether a memory at ``similarity`` to the task applies, given the task's ``null``.
+
+    ``null`` is :meth:`NullSample.nearest` of the task's vector with the node's vectors and
+    ``rule.topic_radius`` (see :func:`null_for`).
+    """
+    null_sim, generic = null
+    margin = similarity - null_sim
+    if similarity < rule.min_similarity:
+        why = f"similarity {similarity:.3f} < floor {rule.min_similarity:.2f}"
+        applies = False
+    elif margin < rule.min_margin:
+        why = (
+            f"similarity {similarity:.3f} is only {margin:+.3f} over the generic task"
+            f" {generic!r} ({null_sim:.3f}; needs {rule.min_margin:+.2f})"
+        )
+        applies = False
+    else:
+        why = (
+            f"similarity {similarity:.3f} (floor {rule.min_similarity:.2f}), {margin:+.3f}"
+            f" over the nearest generic task (needs {rule.min_margin:+.2f})"
+        )
+        applies = True
+    return Applicability(
+        applies, round(similarity, 6), round(null_sim, 6), round(margin, 6), generic, why
+    )

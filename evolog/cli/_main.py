@@ -1,0 +1,294 @@
+"""The ``evolog`` command: JSON in and out.
+
+Every command reads the store from ``--store`` or ``EVOLOG_STORE`` (default ``~/.evolog``).
+Errors print one line, ``evolog: error: ...``, and exit 2 (bad input, a mistake in the
+arguments) or 1 (anything else: a missing or corrupt store, a file-system error); ``verify``
+exits 1 when it finds a problem. A reader that leaves early (``evolog replay | head``) ends
+the command quietly. The hook command never fails (see :mod:`evolog.hook._hooks`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from evolog.eventlog import EventLogError
+
+from ._common import print_json, store_path
+
+if TYPE_CHECKING:
+    import argparse
+
+Handler = Callable[[Any], int]
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    from evolog.eventlog import Paths, init_store
+
+    target = args.dir or store_path(args)
+    existed = os.path.exists(Paths.of(target).marker)
+    paths = init_store(target)
+    print_json({"store": paths.root, "created": not existed})
+    return 0
+
+
+def _cmd_append(args: argparse.Namespace) -> int:
+    from ._append import run_append
+
+    return run_append(args, store_path(args))
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from ._read import run_replay
+
+    return run_replay(args, store_path(args))
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from evolog.eventlog import EventLog
+
+    with EventLog(store_path(args)) as log:
+        print_json(log.stats())
+    return 0
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from evolog.eventlog import EventLog
+
+    with EventLog(store_path(args)) as log:
+        report = log.verify()
+    print_json(msgspec.to_builtins(report))
+    return 0 if report.ok else 1
+
+
+def _cmd_seal(args: argparse.Namespace) -> int:
+    from evolog.eventlog import EventLog
+
+    from ._append import lock_options
+
+    with EventLog(store_path(args), auto_seal="off", **lock_options(args)) as log:
+        result = log.seal()
+    if not args.quiet:
+        print_json(result._asdict())
+    return 0
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    from evolog.eventlog import EventLog
+
+    with EventLog(store_path(args)) as log:
+        result = log.compact(args.small_rows, args.target_rows)
+    print_json(result._asdict())
+    return 0
+
+
+def _cmd_hook(args: argparse.Namespace) -> int:
+    from ..hook._hooks import run_hook
+
+    return run_hook(args.agent_kind, store_path(args))
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .._demo import run_demo
+
+    return run_demo(args.dir, args.cycles, args.seed)
+
+
+# The layer that registers each feature command. A known command builds only its own
+# layer's subparsers: constructing all of them (and importing their modules) costs about
+# 10 ms of a cold `evolog sql`, a quarter of what it may add to DuckDB's own start-up.
+_FEATURE_LAYERS = {
+    **dict.fromkeys(("sql", "edges", "export"), "sql"),
+    **dict.fromkeys(("advise", "import", "follow"), "advice"),
+    **dict.fromkeys(("isa", "dream", "route", "graph"), "dream"),
+    **dict.fromkeys(("ledger", "tick", "survive"), "ledger"),
+}
+
+
+_CORE_COMMANDS = frozenset(
+    ("init", "append", "replay", "stats", "verify", "seal", "compact", "hook", "demo")
+)
+
+
+def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
+    """Commands of the projections, advice, dream and ledger layers (imported lazily)."""
+    add: Callable[[Any], None]
+    for layer in layers:
+        if layer == "sql":
+            from ._sql import add_sql_commands as add
+        elif layer == "advice":
+            from ._advice import add_advice_commands as add
+        elif layer == "dream":
+            from ._dream import add_dream_commands as add
+        else:
+            from ._ledger import add_ledger_commands as add
+        add(sub)
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (after the global options), if any."""
+    rest = list(argv)
+    while rest and rest[0].startswith("--store"):
+        rest = rest[1:] if "=" in rest[0] else rest[2:]
+    return rest[0] if rest and not rest[0].startswith("-") else None
+
+
+def _add_core_commands(sub: Any) -> None:
+    """The event-log commands."""
+    s = sub.add_parser("init", help="create an empty store")
+    s.add_argument("dir", nargs="?", help="directory (default: the store)")
+    s.set_defaults(func=_cmd_init)
+
+    s = sub.add_parser("append", help="append events (JSON argument, NDJSON stdin or flags)")
+    from ._append import add_append_arguments, add_lock_timeout
+
+    add_append_arguments(s)
+    s.set_defaults(func=_cmd_append)
+
+    s = sub.add_parser("replay", help="print events as NDJSON (what append accepts)")
+    s.add_argument("--as-of", help="a seq, or an ISO time (event time <= it)")
+    s.add_argument("--kinds", help="comma-separated kinds")
+    s.set_defaults(func=_cmd_replay)
+
+    sub.add_parser("stats", help="counts and sizes").set_defaults(func=_cmd_stats)
+    sub.add_parser("verify", help="check the log; exit 1 on a problem").set_defaults(
+        func=_cmd_verify
+    )
+    s = sub.add_parser("seal", help="seal the WAL into Parquet segments")
+    s.add_argument("--quiet", action="store_true")
+    add_lock_timeout(s)
+    s.set_defaults(func=_cmd_seal)
+
+    s = sub.add_parser("compact", help="merge small segments")
+    s.add_argument("--small-rows", type=int, default=100_000)
+    s.add_argument("--target-rows", type=int, default=1_000_000)
+    s.set_defaults(func=_cmd_compact)
+
+    s = sub.add_parser("hook", help="record an agent hook payload read from stdin")
+    s.add_argument("agent_kind", choices=["claude-code"])
+    s.set_defaults(func=_cmd_hook)
+
+
+def _parser_class(command: str | None) -> type[argparse.ArgumentParser]:
+    import argparse
+
+    # argparse reports an unknown option of a subcommand from the top parser: name the
+    # subcommand's help when the command line names one.
+    known = command in _FEATURE_LAYERS or command in _CORE_COMMANDS
+    hint = f"evolog {command} --help" if known else "evolog --help"
+
+    class Parser(argparse.ArgumentParser):
+        """argparse, with a mistake reported in one line and a pointer to ``--help``
+        (argparse's own report is the whole usage, a dozen lines, then the error)."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"evolog: error: {message} (see `{hint}`)\n")
+
+    return Parser
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or with a feature ``command`` only the subparsers of its layer."""
+    p = _parser_class(command)(prog="evolog", description="Event-sourced agent memory.")
+    p.add_argument("--store", help="store directory (default: $EVOLOG_STORE or ~/.evolog)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    layer = _FEATURE_LAYERS.get(command or "")
+    if layer is not None:
+        _add_feature_commands(sub, [layer])
+        return p
+    _add_core_commands(sub)
+    _add_feature_commands(sub, ["sql", "advice", "dream", "ledger"])
+
+    s = sub.add_parser("demo", help="simulate an agent into a store and show what it stored")
+    s.add_argument("--dir", default="evolog-demo")
+    s.add_argument("--cycles", type=int, default=300)
+    s.add_argument("--seed", type=int, default=7)
+    s.set_defaults(func=_cmd_demo)
+    return p
+
+
+def _fast_args(argv: list[str]) -> SimpleNamespace | None:
+    """The hook-path commands and ``sql``, parsed without argparse (importing it and
+    building a parser costs 5-10 ms).
+
+    Only the plain forms take this path: ``[--store DIR] append [JSON]``,
+    ``[--store DIR] hook claude-code`` and ``[--store DIR] sql QUERY [options]``; anything
+    else goes through the full parser.
+    """
+    store = None
+    if len(argv) >= 2 and argv[0] == "--store":
+        store, argv = argv[1], argv[2:]
+    if argv[:1] == ["append"] and (
+        len(argv) == 1 or (len(argv) == 2 and argv[1].lstrip().startswith("{"))
+    ):
+        event = argv[1] if len(argv) == 2 else None
+        return SimpleNamespace(store=store, event=event, durability="always", func=_cmd_append)
+    if argv == ["hook", "claude-code"]:
+        return SimpleNamespace(store=store, agent_kind="claude-code", func=_cmd_hook)
+    if argv[:1] == ["sql"]:
+        from ._sql import sql_args
+
+        return sql_args(argv[1:], store)
+    return None
+
+
+def _is_ours(exc: BaseException) -> bool:
+    """An error of one of our packages (each has one base), as opposed to a bug."""
+    for cls in type(exc).__mro__:
+        if cls.__module__.split(".")[0] in ("eventlog", "projections", "advice", "dream"):
+            return True
+    return False
+
+
+def _is_backend(exc: BaseException) -> bool:
+    """An error of pyarrow or duckdb (without importing either to ask)."""
+    return any(c.__module__.split(".")[0] in ("pyarrow", "duckdb") for c in type(exc).__mro__)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arglist = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = _fast_args(arglist) or build_parser(_command_of(arglist)).parse_args(arglist)
+        handler: Handler = args.func
+        return handler(args)
+    except Exception as exc:
+        if isinstance(exc, BrokenPipeError):
+            return _reader_left()
+        if _is_backend(exc):
+            # A storage library's error that no layer mapped (a damaged segment, say): a
+            # problem with the store, not with the command's input.
+            print(f"evolog: error: reading the store: {_one_line(exc)}", file=sys.stderr)
+            return 1
+        if not isinstance(exc, (EventLogError, OSError)) and not _is_ours(exc):
+            raise
+        # One line for every error of ours (a corrupt or missing segment under any reading
+        # command included) and for a file-system error that reached this far unmapped.
+        print(f"evolog: error: {_one_line(exc)}", file=sys.stderr)
+        return 2 if isinstance(exc, ValueError) else 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.strerror:  # not "[Errno 20] ...: 'path'"
+        text = exc.strerror
+        if exc.filename is not None and str(exc.filename) not in text:
+            text = f"{exc.filename}: {text}"
+    return " ".join((text or type(exc).__name__).split())
+
+
+def _reader_left() -> int:
+    """`evolog replay | head`: the reader left. Not an error of ours; exit quietly (and
+    keep Python's exit-time flush of stdout from failing again)."""
+    import contextlib
+
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

@@ -1,0 +1,184 @@
+"""The ledger checkpoint under ``<store>/cache/ledger/``: dead entries without a full replay.
+
+Selection pressure asks "which entries are dead?" for every piece of advice. The answer is
+the ledger at the head of the log; the checkpoint keeps the rules' state at some seq, and a
+call applies only the events appended since (through :class:`LedgerFollower`). It is a
+cache: deleting it changes no answer. A checkpoint written for another config, another log
+(the ids at seq 1 and at its seq must still match), an older format, or one that cannot be
+read is rebuilt silently; a retraction among the new events forces a rebuild (it may undo a
+merge already folded in). The checkpoint is rewritten once enough new events accumulate.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import pyarrow.compute as pc
+from evolog.eventlog import AnyEvent, Snapshot
+from evolog.eventlog.sealed._arrow import table_to_events
+from evolog.eventlog.sealed._segments import conform, read_part
+
+from ._checkpoint import FORMAT, Checkpoint, Mark, dump, restore
+from ._config import LedgerConfig, config_from
+from ._follow import LedgerFollower
+from ._ledger import replay_ledger, snapshot_of
+from .rules._state import CAUSES
+
+#: Rewrite the checkpoint after this many new events (or a tenth of the log, if more).
+REWRITE_AFTER = 10_000
+#: Side files of replaced checkpoints are removed after this long (a reader may need them).
+KEYS_GRACE_S = 3600.0
+
+
+def dead_entries(
+    source: Any,
+    as_of: int | None = None,
+    config: LedgerConfig | dict[str, object] | None = None,
+    *,
+    cache: bool = True,
+) -> frozenset[str]:
+    """Ids of every dead entry (executed, starved, merged or forgotten), as of a seq.
+
+    At the head of a store's log (``as_of=None``) the answer comes from the checkpoint in
+    ``<store>/cache/ledger`` advanced to the head; otherwise from a full replay.
+    """
+    return frozenset(deaths(source, as_of, config, cache=cache))
+
+
+def deaths(
+    source: Any,
+    as_of: int | None = None,
+    config: LedgerConfig | dict[str, object] | None = None,
+    *,
+    cache: bool = True,
+) -> dict[str, str]:
+    """Every dead entry's id and cause ("executed", "starved", "merged", "forgotten")."""
+    cfg = config_from(config)
+    if as_of is not None or not cache:
+        rules, _ = replay_ledger(source, as_of, config=cfg)
+    else:
+        rules = LedgerCache(source, cfg).follower().rules
+    st = rules.state
+    return {st.ids[i]: str(CAUSES[int(st.cols["cause"][i])]) for i in st.graveyard}
+
+
+class LedgerCache:
+    """The checkpoint of one store for one config."""
+
+    def __init__(self, source: Any, config: LedgerConfig) -> None:
+        self.source = source
+        self.config = config
+        with snapshot_of(source) as snap:
+            self.dir = os.path.join(snap.paths.cache, "ledger")
+        self.name = config.fingerprint()
+        self.path = os.path.join(self.dir, f"{self.name}.msgpack")
+
+    def follower(self) -> LedgerFollower:
+        """The rules at the head of the log (checkpoint advanced, or a rebuild)."""
+        with snapshot_of(self.source) as snap:
+            head = snap.head_seq
+            loaded = self._load(snap)
+            if loaded is not None:
+                follower, marks = loaded
+                start = follower.seq
+                follower.apply_all(events_after(snap, start))
+                if not follower.stale:
+                    if head - start >= max(REWRITE_AFTER, start // 10):
+                        self._save(follower, (marks[0], mark_at(snap, head, None)))
+                    return follower
+        rules, head = replay_ledger(self.source, head, config=self.config, keep_keys=True)
+        follower = LedgerFollower(rules)
+        follower.seq = head
+        with snapshot_of(self.source) as snap:
+            self._save(follower, (mark_at(snap, 1, None), mark_at(snap, head, None)))
+        return follower
+
+    def _load(self, snap: Snapshot) -> tuple[LedgerFollower, tuple[Mark, Mark]] | None:
+        try:
+            with open(self.path, "rb") as f:
+                cp = msgspec.msgpack.decode(f.read(), type=Checkpoint)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if cp.format != FORMAT or cp.config != self.name or cp.applied > snap.head_seq:
+            return None
+        first, last = mark_at(snap, 1, cp.first), mark_at(snap, cp.applied, cp.last)
+        if (first.id, last.id) != (cp.first.id, cp.last.id):
+            return None  # another log now lives at this path
+        follower = restore(cp, self.config, self._keys_loader(cp.keys_file))
+        return None if follower is None else (follower, (first, last))
+
+    def _keys_loader(self, name: str) -> Callable[[], set[str]]:
+        def load() -> set[str]:
+            with open(os.path.join(self.dir, name), "rb") as f:
+                return set(msgspec.msgpack.decode(f.read(), type=list[str]))
+
+        return load
+
+    def _save(self, follower: LedgerFollower, marks: tuple[Mark, Mark]) -> None:
+        keys_file = f"{self.name}-{follower.seq}-{os.getpid()}.keys"
+        cp, keys = dump(follower, self.config, marks, keys_file)
+        # A cache that cannot be written is only a slower next call.
+        with contextlib.suppress(OSError):
+            os.makedirs(self.dir, exist_ok=True)
+            _write(os.path.join(self.dir, keys_file), msgspec.msgpack.encode(keys))
+            _write(self.path, msgspec.msgpack.encode(cp))
+            self._sweep(keep=keys_file)
+
+    def _sweep(self, keep: str) -> None:
+        now = time.time()
+        for name in os.listdir(self.dir):
+            if name.startswith(self.name + "-") and name.endswith(".keys") and name != keep:
+                path = os.path.join(self.dir, name)
+                with contextlib.suppress(OSError):
+                    if now - os.path.getmtime(path) > KEYS_GRACE_S:
+                        os.unlink(path)
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write a file atomically (temp file, rename)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
+    """The snapshot's events with a seq above ``seq``, in order."""
+    out: list[AnyEvent] = []
+    for info in snap.segments:
+        if info.last_seq > seq:
+            table = read_part(snap.paths.segments, info)
+            table = table.filter(pc.greater(table["seq"], seq))
+            out.extend(table_to_events(conform(table)))
+    # Only the new events: a follower polled after every append would otherwise decode the
+    # whole tail again each time.
+    out.extend(snap.tail_events(seq))
+    return out
+
+
+def mark_at(snap: Snapshot, seq: int, known: Mark | None) -> Mark:
+    """The id at ``seq``; not read again when ``known`` names the segment that holds it."""
+    if seq <= 0:
+        return Mark(seq, "", "")
+    for info in snap.segments:
+        if info.first_seq <= seq <= info.last_seq:
+            if known is not None and known.seq == seq and known.file == info.file:
+                return known  # segments are immutable and their names unique
+            table = read_part(snap.paths.segments, info, ["seq", "id"])
+            table = table.filter(pc.equal(table["seq"], seq))
+            return Mark(seq, str(table["id"][0].as_py()) if table.num_rows else "", info.file)
+    events = snap.tail_events(seq - 1)
+    if events and events[0].seq == seq:
+        return Mark(seq, events[0].id, "")
+    return Mark(seq, "", "")

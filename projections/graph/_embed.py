@@ -1,0 +1,211 @@
+"""Text embeddings that work offline: a built-in hashing embedder and a packaged static model.
+
+An embedder is anything with ``name``, ``dim`` and ``embed(texts)`` returning an
+``(n, dim)`` float32 array of L2-normalised rows (a zero row for text with no features).
+Two ship here; others are plugged in with :func:`register_embedder`:
+
+* ``hashing``: signed feature hashing of word unigrams, word bigrams and character
+  trigrams with a crude stemmer; no dependency, no data, deterministic across processes.
+* ``wordllama``: the static WordLlama model whose weights ship inside its wheel, loaded from
+  the installed package's own folder with downloads disabled (nothing is fetched at run
+  time).
+
+The default is the one that routed best on ``bench/routing_set.json`` (see
+bench/RESULTS.md); ``EVOLOG_EMBEDDER`` overrides it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import threading
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from .._errors import EngineError, InvalidParameterError
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "Embedder",
+    "HashingEmbedder",
+    "WordLlamaEmbedder",
+    "embedder_names",
+    "get_embedder",
+    "register_embedder",
+]
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str:
+        """Identifies the model and its settings; vector caches are keyed by it."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """An ``(len(texts), dim)`` float32 array of unit (or zero) rows."""
+        ...
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP_WORDS = """a an and are as at be by for from has have how i in is it its of on or our
+should the this to was we what when where which with you your do does my me please can could
+would will"""
+_STOP: Final = frozenset(_STOP_WORDS.split())
+_SUFFIXES: Final = ("ingly", "ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied",
+                    "ed", "es", "ly", "s")  # fmt: skip
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _normalise(matrix: Vectors) -> Vectors:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    np.divide(matrix, norms, out=matrix, where=norms > 0)
+    return matrix
+
+
+class HashingEmbedder:
+    """Signed feature hashing of words, word pairs and character trigrams (no data needed)."""
+
+    def __init__(self, dim: int = 1024, *, trigram_weight: float = 0.35) -> None:
+        if dim < 16 or dim & (dim - 1):
+            raise InvalidParameterError(f"dim: expected a power of two >= 16; got {dim}")
+        self._dim = dim
+        self._trigram_weight = trigram_weight
+        self.name = f"hashing-{dim}"
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return self._dim
+
+    def features(self, text: str) -> dict[str, float]:
+        """The weighted features of one text (exposed for inspection and tests)."""
+        words = [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP]
+        out: dict[str, float] = {}
+        for word in words:
+            out["w:" + word] = out.get("w:" + word, 0.0) + 1.0
+            padded = f"<{word}>"
+            for i in range(len(padded) - 2):
+                key = "c:" + padded[i : i + 3]
+                out[key] = out.get(key, 0.0) + self._trigram_weight
+        for a, b in itertools.pairwise(words):
+            key = f"b:{a} {b}"
+            out[key] = out.get(key, 0.0) + 0.5
+        return out
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Hash every text's features into a unit vector."""
+        matrix = np.zeros((len(texts), self._dim), dtype=np.float32)
+        mask = self._dim - 1
+        for row, text in enumerate(texts):
+            for feature, weight in self.features(text).items():
+                h = zlib.crc32(feature.encode())
+                sign = 1.0 if h & 0x80000000 else -1.0
+                # Sublinear term frequency: a word repeated five times is not five times
+                # more telling.
+                matrix[row, h & mask] += sign * float(np.log1p(weight))
+        return _normalise(matrix)
+
+
+class WordLlamaEmbedder:
+    """The WordLlama static model shipped inside its wheel (256 dims, no torch)."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self._dim = dim
+        self.name = f"wordllama-l2-{dim}"
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return self._dim
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    import wordllama
+                    from wordllama import WordLlama
+
+                    folder = os.path.dirname(wordllama.__file__)
+                    self._model = WordLlama.load(
+                        cache_dir=folder, disable_download=True, dim=self._dim
+                    )
+                except Exception as exc:  # import errors, missing files, bad weights
+                    raise EngineError(
+                        f"{self.name}: could not load the packaged WordLlama model "
+                        f"({type(exc).__name__}: {exc})"
+                    ) from None
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed with the model, then L2-normalise (empty texts give zero rows)."""
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        model = self._load()
+        matrix = np.asarray(model.embed(list(texts), norm=False), dtype=np.float32)
+        matrix = np.ascontiguousarray(matrix.reshape(len(texts), self._dim))
+        return _normalise(np.nan_to_num(matrix, copy=False))
+
+
+DEFAULT_EMBEDDER: Final = "wordllama"
+"""The default embedder's registered name (measured best on the routing set)."""
+
+_FACTORIES: dict[str, Callable[[], Embedder]] = {
+    "hashing": HashingEmbedder,
+    "wordllama": WordLlamaEmbedder,
+}
+_CACHE: dict[str, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def register_embedder(name: str, factory: Callable[[], Embedder]) -> None:
+    """Make ``factory`` available as ``name`` (replacing any embedder of that name)."""
+    with _CACHE_LOCK:
+        _FACTORIES[name] = factory
+        _CACHE.pop(name, None)
+
+
+def embedder_names() -> tuple[str, ...]:
+    """Registered embedder names."""
+    return tuple(sorted(_FACTORIES))
+
+
+def get_embedder(name: str | None = None) -> Embedder:
+    """The embedder registered as ``name`` (default: $EVOLOG_EMBEDDER, else the default).
+
+    Instances are shared per process, so a model loads once.
+    """
+    key = name or os.environ.get("EVOLOG_EMBEDDER") or DEFAULT_EMBEDDER
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return _CACHE[key]
+        factory = _FACTORIES.get(key)
+        if factory is None:
+            raise InvalidParameterError(
+                f"embedder: expected one of {', '.join(sorted(_FACTORIES))}; got {key!r}"
+            )
+        embedder = factory()
+        _CACHE[key] = embedder
+        return embedder

@@ -1,0 +1,332 @@
+"""Node vectors in a usearch index: a cache of the memory graph, rebuilt from its events.
+
+Each live strategy node is represented by the embeddings of the texts :func:`node_texts`
+picks (its goal with its summary, and the goals of every trace merged into it), one vector
+per text, so a paraphrase of any task the node has served finds it. A search returns nodes
+ranked by their best-matching vector (cosine similarity).
+
+The index is a cache: :meth:`VectorIndex.sync` brings it to a wanted ``node -> texts``
+mapping by adding and removing only the differences; :meth:`VectorIndex.save` writes it under
+``<store>/cache/`` keyed by the embedder's name; a missing, foreign or damaged cache file is
+simply rebuilt. Small indexes are searched exactly; large ones through the HNSW graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+import numpy as np
+
+from .._errors import EngineError, InvalidParameterError
+from ._embed import Embedder, Vectors
+from ._memgraph import MemGraph, StrategyNode
+
+__all__ = ["MAX_TEXTS_PER_NODE", "VectorIndex", "node_texts", "wanted_texts"]
+
+MAX_TEXTS_PER_NODE: Final = 16
+_FORMAT: Final = 1
+EXACT_BELOW: Final = 4096
+"""Indexes with fewer vectors are searched exhaustively (exact and, that small, faster)."""
+
+
+def node_texts(node: StrategyNode) -> tuple[str, ...]:
+    """The texts a node is found by: its goal with its summary, then each trigger goal.
+
+    The goal-with-summary text lets a task that names the method (not just the problem)
+    find the node; on the routing set it lifted right-node routing from 89 % to 94 %.
+    """
+    goals = dict.fromkeys(t.strip() for t in (node.goal, *node.trigger_goals) if t.strip())
+    texts = list(goals)[: MAX_TEXTS_PER_NODE - 1]
+    summary = node.summary.strip()
+    if summary:
+        texts.append(f"{node.goal.strip()}. {summary}" if node.goal.strip() else summary)
+    return tuple(dict.fromkeys(texts))
+
+
+def wanted_texts(graph: MemGraph) -> dict[str, tuple[str, ...]]:
+    """``node -> texts`` for every live node of the graph."""
+    return {node.id: node_texts(node) for node in graph.nodes()}
+
+
+class _Meta(msgspec.Struct):
+    format: int
+    embedder: str
+    dim: int
+    next_key: int
+    keys: list[int]
+    nodes: list[str]
+    texts: list[str]
+
+
+class _Staged:
+    """Vectors added but not yet inserted in the HNSW graph; searched exhaustively.
+
+    Inserting one vector at a time costs about a millisecond per call in usearch; a dream
+    cycle adds a node, searches, adds the next, so it stages its additions here and inserts
+    them in one multi-threaded batch at the end.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.matrix = np.zeros((64, dim), dtype=np.float32)
+        self.keys: list[int] = []
+        self.rows: dict[int, int] = {}
+
+    def add(self, keys: Sequence[int], vectors: Vectors) -> None:
+        need = len(self.keys) + len(keys)
+        if need > len(self.matrix):
+            grown = np.zeros((max(need, 2 * len(self.matrix)), self.matrix.shape[1]), np.float32)
+            grown[: len(self.keys)] = self.matrix[: len(self.keys)]
+            self.matrix = grown
+        start = len(self.keys)
+        self.matrix[start:need] = vectors
+        for offset, key in enumerate(keys):
+            self.rows[key] = start + offset
+        self.keys.extend(keys)
+
+    def discard(self, keys: Sequence[int]) -> list[int]:
+        """Drop the staged ones among ``keys``; returns the keys that were not staged."""
+        rest = []
+        for key in keys:
+            row = self.rows.pop(key, None)
+            if row is None:
+                rest.append(key)
+            else:
+                self.matrix[row] = 0.0
+        return rest
+
+    def search(self, vector: Vectors, count: int) -> list[tuple[int, float]]:
+        n = len(self.keys)
+        if not self.rows or n == 0:
+            return []
+        scores = self.matrix[:n] @ vector
+        top = np.argsort(-scores)[:count] if n <= count else np.argpartition(-scores, count)[:count]
+        return [(self.keys[i], float(scores[i])) for i in top.tolist()]
+
+    def drain(self) -> tuple[np.ndarray, Vectors]:
+        live = sorted(self.rows.items(), key=lambda kv: kv[1])
+        keys = np.asarray([k for k, _ in live], dtype=np.uint64)
+        return keys, self.matrix[[r for _, r in live]]
+
+
+class VectorIndex:
+    """Vectors of node texts, searchable by cosine similarity; see the module docstring."""
+
+    def __init__(self, embedder: Embedder, directory: str | None = None) -> None:
+        self.embedder = embedder
+        self.directory = directory
+        self._entries: dict[int, tuple[str, str]] = {}
+        self._by_node: dict[str, dict[str, int]] = {}
+        self._next_key = 1
+        self._index = self._new_index()
+        self._staged: _Staged | None = None
+
+    def _new_index(self) -> Any:
+        from usearch.index import Index
+
+        return Index(ndim=self.embedder.dim, metric="cos", dtype="f16")
+
+    # -- persistence --------------------------------------------------------------------
+    @classmethod
+    def open(cls, embedder: Embedder, directory: str | None) -> VectorIndex:
+        """The cached index for ``embedder`` in ``directory``, or an empty one."""
+        index = cls(embedder, directory)
+        if directory is not None:
+            with contextlib.suppress(OSError, ValueError, RuntimeError, msgspec.DecodeError):
+                index._load()
+        return index
+
+    def _paths(self) -> tuple[str, str]:
+        if self.directory is None:
+            raise InvalidParameterError("this vector index has no cache directory")
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.embedder.name)
+        base = os.path.join(self.directory, f"vectors-{safe}")
+        return base + ".usearch", base + ".meta"
+
+    def _load(self) -> None:
+        index_path, meta_path = self._paths()
+        with open(meta_path, "rb") as f:
+            meta = msgspec.msgpack.decode(f.read(), type=_Meta)
+        if (meta.format, meta.embedder, meta.dim) != (
+            _FORMAT,
+            self.embedder.name,
+            self.embedder.dim,
+        ):
+            return
+        loaded = self._new_index()
+        loaded.load(index_path)
+        if len(loaded) != len(meta.keys):
+            return
+        self._index = loaded
+        self._next_key = meta.next_key
+        for key, node, text in zip(meta.keys, meta.nodes, meta.texts, strict=True):
+            self._entries[key] = (node, text)
+            self._by_node.setdefault(node, {})[text] = key
+
+    @contextlib.contextmanager
+    def staging(self) -> Iterator[None]:
+        """Within the block, additions are searchable at once but inserted at its end."""
+        self._staged = _Staged(self.embedder.dim)
+        try:
+            yield
+        finally:
+            self.flush()
+            self._staged = None
+
+    def flush(self) -> None:
+        """Insert staged vectors into the HNSW graph."""
+        staged = self._staged
+        if staged is None or not staged.rows:
+            return
+        keys, vectors = staged.drain()
+        try:
+            self._index.add(keys, np.ascontiguousarray(vectors))
+        except (RuntimeError, ValueError) as exc:
+            raise EngineError(f"adding vectors to the index: {exc}") from None
+        self._staged = _Staged(self.embedder.dim)
+
+    def save(self) -> None:
+        """Write the index and its key map atomically into the cache directory."""
+        self.flush()
+        index_path, meta_path = self._paths()
+        items = list(self._entries.items())
+        meta = _Meta(
+            _FORMAT, self.embedder.name, self.embedder.dim, self._next_key,
+            [k for k, _ in items], [n for _, (n, _) in items], [t for _, (_, t) in items],
+        )  # fmt: skip
+        try:
+            os.makedirs(os.path.dirname(index_path), exist_ok=True)
+            self._index.save(index_path + ".tmp")
+            with open(meta_path + ".tmp", "wb") as f:
+                f.write(msgspec.msgpack.encode(meta))
+            os.replace(index_path + ".tmp", index_path)
+            os.replace(meta_path + ".tmp", meta_path)
+        except (OSError, RuntimeError) as exc:
+            raise EngineError(f"{index_path}: could not save the vector index: {exc}") from None
+
+    # -- contents -----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def nodes(self) -> frozenset[str]:
+        """Nodes with at least one vector."""
+        return frozenset(self._by_node)
+
+    def sync(self, wanted: Mapping[str, Sequence[str]]) -> tuple[int, int]:
+        """Make the index hold exactly ``wanted``; returns (vectors added, vectors removed)."""
+        stale = [
+            key
+            for node, texts in self._by_node.items()
+            for text, key in texts.items()
+            if text not in wanted.get(node, ())
+        ]
+        self._remove_keys(stale)
+        added = self.add_many(wanted.items())
+        return added, len(stale)
+
+    def add(self, node: str, texts: Sequence[str]) -> int:
+        """Add the vectors of ``node``'s texts that are not there yet; returns how many."""
+        return self.add_many([(node, texts)])
+
+    def add_many(self, items: Iterable[tuple[str, Sequence[str]]]) -> int:
+        """Add missing (node, text) vectors in one embedding batch; returns how many."""
+        pending: list[tuple[str, str]] = []
+        for node, texts in items:
+            have = self._by_node.get(node, {})
+            fresh = (t for t in dict.fromkeys(texts) if t not in have)
+            pending.extend((node, t) for t in fresh)
+        if not pending:
+            return 0
+        return self._insert(pending, self.embedder.embed([t for _, t in pending]))
+
+    def add_vectors(self, node: str, texts: Sequence[str], vectors: Vectors) -> int:
+        """Add ``node``'s texts with vectors already computed (row i belongs to text i)."""
+        have = self._by_node.get(node, {})
+        rows = [i for i, t in enumerate(texts) if t not in have and t not in texts[:i]]
+        if not rows:
+            return 0
+        return self._insert([(node, texts[i]) for i in rows], vectors[rows])
+
+    def _insert(self, pending: list[tuple[str, str]], vectors: Vectors) -> int:
+        keep = np.flatnonzero(np.linalg.norm(vectors, axis=1) > 0)
+        if keep.size == 0:
+            return 0
+        keys = np.arange(self._next_key, self._next_key + keep.size, dtype=np.uint64)
+        self._next_key += int(keep.size)
+        rows = np.ascontiguousarray(vectors[keep], dtype=np.float32)
+        if self._staged is not None:
+            self._staged.add(keys.tolist(), rows)
+        else:
+            try:
+                self._index.add(keys, rows)
+            except (RuntimeError, ValueError) as exc:
+                raise EngineError(f"adding vectors to the index: {exc}") from None
+        for key, row in zip(keys.tolist(), keep.tolist(), strict=True):
+            node, text = pending[row]
+            self._entries[key] = (node, text)
+            self._by_node.setdefault(node, {})[text] = key
+        return int(keep.size)
+
+    def remove(self, node: str) -> int:
+        """Drop every vector of ``node``; returns how many."""
+        keys = list(self._by_node.get(node, {}).values())
+        self._remove_keys(keys)
+        return len(keys)
+
+    def _remove_keys(self, keys: Sequence[int]) -> None:
+        if not keys:
+            return
+        indexed = self._staged.discard(keys) if self._staged is not None else list(keys)
+        if indexed:
+            self._index.remove(np.asarray(indexed, dtype=np.uint64))
+        for key in keys:
+            node, text = self._entries.pop(key)
+            texts = self._by_node[node]
+            del texts[text]
+            if not texts:
+                del self._by_node[node]
+
+    # -- search -------------------------------------------------------------------------
+    def search_text(self, text: str, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` nodes most similar to ``text``, best first, as (node, cosine)."""
+        return self.search(self.embedder.embed([text])[0], k)
+
+    def search(
+        self, vector: Vectors, k: int = 5, *, exact: bool | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nodes whose best vector is most similar to ``vector``.
+
+        ``exact`` forces an exhaustive search (deterministic) or the HNSW graph (fast); by
+        default indexes below EXACT_BELOW vectors are searched exhaustively.
+        """
+        if k < 1:
+            raise InvalidParameterError(f"k: expected a positive integer; got {k}")
+        size = len(self._entries)
+        if size == 0 or not np.any(vector):
+            return []
+        # Several vectors may belong to one node: over-fetch, then keep each node's best.
+        query = np.ascontiguousarray(vector, dtype=np.float32)
+        count = min(size, k * 4)
+        hits = self._staged.search(query, count) if self._staged is not None else []
+        indexed = len(self._index)
+        if indexed:
+            thorough = indexed < EXACT_BELOW if exact is None else exact
+            found = self._index.search(query, min(count, indexed), exact=thorough)
+            hits += [
+                (int(key), 1.0 - float(distance))
+                for key, distance in zip(found.keys.tolist(), found.distances.tolist(), strict=True)
+            ]
+        best: dict[str, float] = {}
+        for key, score in hits:
+            entry = self._entries.get(key)
+            if entry is not None and score > best.get(entry[0], -2.0):
+                best[entry[0]] = score
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        return ranked[:k]
+
+    def vector_of(self, text: str) -> Vectors:
+        """The embedding of one text (a convenience for drift checks)."""
+        return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)
