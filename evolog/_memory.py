@@ -9,18 +9,25 @@ from typing import TYPE_CHECKING, Any
 from evolog.eventlog import AnyEvent, Durability, Event, EventLog, Receipt
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pyarrow as pa
 
+    from evolog.advice import Advice, AdviceEngine, RouteDecision, RouterConfig
+    from evolog.dream import DreamConfig, Dreamer, DreamReport
+    from evolog.dream._cycle import Progress
     from evolog.eventlog._verify import VerifyReport
     from evolog.eventlog.sealed._seal import CompactResult, SealResult
+    from evolog.projections import EdgeParams, Embedder, LedgerConfig, LedgerView, Projections
+    from evolog.projections.energy.rules._host import Similarity
 
 
 class Memory:
     """An agent's memory: an append-only event log in ``path`` (created if missing).
 
-    >>> import tempfile, eventlog
+    >>> import tempfile, evolog
     >>> with Memory(tempfile.mkdtemp() + "/mem") as mem:
-    ...     mem.append(eventlog.Signal(signals=["log_error"], agent="a1"))
+    ...     mem.append(evolog.Signal(signals=["log_error"], agent="a1"))
     1
     """
 
@@ -33,7 +40,7 @@ class Memory:
         **options: Any,
     ) -> None:
         self.log = EventLog(path, durability=durability, create=create, **options)
-        self._advice: Any = None
+        self._advice: AdviceEngine | None = None
 
     @property
     def path(self) -> str:
@@ -73,14 +80,23 @@ class Memory:
         """Events in seq order as of a seq and/or an event time (µs), optionally by kind."""
         return self.log.replay(as_of, as_of_ts=as_of_ts, kinds=kinds)
 
-    def replay_arrow(self, **kwargs: Any) -> Iterator[pa.RecordBatch]:
-        return self.log.replay_arrow(**kwargs)
+    def replay_arrow(
+        self,
+        as_of: int | None = None,
+        *,
+        as_of_ts: int | None = None,
+        kinds: Collection[str] | None = None,
+        columns: list[str] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Arrow record batches in seq order (the fast path for analysis)."""
+        return self.log.replay_arrow(as_of, as_of_ts=as_of_ts, kinds=kinds, columns=columns)
 
     def seal(self) -> SealResult:
         return self.log.seal()
 
-    def compact(self, **kwargs: Any) -> CompactResult:
-        return self.log.compact(**kwargs)
+    def compact(self, small_rows: int = 100_000, target_rows: int = 1_000_000) -> CompactResult:
+        """Merge adjacent small segments (events and seqs unchanged)."""
+        return self.log.compact(small_rows, target_rows)
 
     def stats(self) -> dict[str, Any]:
         return self.log.stats()
@@ -89,41 +105,85 @@ class Memory:
         return self.log.verify()
 
     # -- the layers above the log (each imported on first use) ----------------------------
-    def projections(self, **options: Any) -> Any:
-        """A :class:`projections.Projections` over this store (SQL, edges, traces, export)."""
+    def projections(self, *, params: EdgeParams | None = None, cache: bool = True) -> Projections:
+        """A :class:`evolog.projections.Projections` over this store (SQL, edges, traces,
+        export)."""
         from evolog.projections import Projections
 
-        return Projections(self.log, **options)
+        return Projections(self.log, params=params, cache=cache)
 
     def sql(self, query: str, **kwargs: Any) -> pa.Table:
-        """One read-only SQL query over the events, typed views, traces and edges."""
+        """One read-only SQL query over the events, typed views, traces and edges (the
+        keywords of :meth:`evolog.projections.Projections.sql`)."""
         return self.projections().sql(query, **kwargs)
 
-    def advise(self, signals: list[str], genes: list[Any], **kwargs: Any) -> Any:
-        """Which gene to prefer for ``signals`` and which to avoid (see :mod:`advice`)."""
+    def advise(
+        self,
+        signals: Sequence[object],
+        genes: Sequence[object],
+        *,
+        policy: str = "evolog",
+        drift: object = False,
+        now: object = None,
+        as_of: int | None = None,
+        include_dead: bool | None = None,
+    ) -> Advice:
+        """Which gene to prefer for ``signals`` and which to avoid (see
+        :meth:`evolog.advice.AdviceEngine.advise`)."""
         from evolog.advice import AdviceEngine
 
         if self._advice is None:
             self._advice = AdviceEngine(self.log)
-        return self._advice.advise(signals, genes, **kwargs)
+        return self._advice.advise(
+            signals, genes, policy=policy, drift=drift, now=now, as_of=as_of,
+            include_dead=include_dead,
+        )  # fmt: skip
 
-    def dream(self, **kwargs: Any) -> Any:
+    def dream(
+        self,
+        *,
+        dreamer: Dreamer | None = None,
+        embedder: Embedder | None = None,
+        config: DreamConfig | None = None,
+        progress: Progress | None = None,
+    ) -> DreamReport:
         """Dream the traces no cycle has consumed yet (heuristic dreamer by default)."""
-        from evolog.dream._cycle import dream
+        from evolog.dream import dream
 
-        return dream(self.log, **kwargs)
+        return dream(self.log, dreamer=dreamer, embedder=embedder, config=config,
+                     progress=progress)  # fmt: skip
 
-    def route(self, task: str, **kwargs: Any) -> Any:
+    def route(
+        self,
+        task: str,
+        *,
+        current: str | None = None,
+        embedder: Embedder | None = None,
+        config: RouterConfig | None = None,
+        include_dead: bool = False,
+    ) -> RouteDecision:
         """Route a task: zero-shot, a memory traversal (with its plan) or a context jump."""
         from evolog.advice import Router
 
-        return Router.from_log(self.log, **kwargs).route(task)
+        router = Router.from_log(self.log, embedder=embedder, config=config,
+                                 include_dead=include_dead)  # fmt: skip
+        return router.route(task, current=current)
 
-    def ledger(self, **kwargs: Any) -> Any:
-        """The survival energy ledger replayed from the log (see :func:`projections.ledger`)."""
+    def ledger(
+        self,
+        as_of: int | None = None,
+        *,
+        as_of_ts: int | None = None,
+        config: LedgerConfig | dict[str, object] | None = None,
+        similarity: Similarity | None = None,
+        history: bool | Collection[str] = False,
+    ) -> LedgerView:
+        """The survival energy ledger replayed from the log (see
+        :func:`evolog.projections.ledger`)."""
         from evolog.projections import ledger
 
-        return ledger(self.log, **kwargs)
+        return ledger(self.log, as_of, as_of_ts=as_of_ts, config=config,
+                      similarity=similarity, history=history)  # fmt: skip
 
     def tick(self, ticks: int = 1, reason: str | None = None) -> int:
         """Append a survival-ledger clock tick; return its seq."""
