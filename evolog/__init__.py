@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         Outcome,
         Personality,
         Prune,
+        Recall,
         Receipt,
         Retraction,
         Signal,
@@ -93,6 +94,7 @@ __all__ = [
     "Outcome",
     "Personality",
     "Prune",
+    "Recall",
     "Receipt",
     "Retraction",
     "Signal",
@@ -111,7 +113,7 @@ __getattr__, __dir__ = lazy_exports(
         "Constraint CorruptLogError DreamBegin DreamEnd Durability Event "
         "EventLogError EventTooLargeError ExternalCandidate Feedback Hypothesis "
         "InvalidEventError Lifecycle Link LockTimeoutError Mark Merge Mutation Node "
-        "Note Outcome Personality Prune Receipt Retraction Signal Step StorageError "
+        "Note Outcome Personality Prune Recall Receipt Retraction Signal Step StorageError "
         "StoreExistsError StoreNotFoundError Tick ",
     },
     globals(),

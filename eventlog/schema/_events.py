@@ -236,7 +236,33 @@ class Feedback(Event, frozen=True, tag="feedback"):
 
 
 class Note(Event, frozen=True, tag="note"):
-    """A free-form memory note."""
+    """A memory note: written by ``remember``, superseded by a later note naming its item.
+
+    ``item`` is the memory item the note writes (empty: a new item named by the note's own
+    id); ``branch`` its Living Memory branch (``backbone`` is permanent); ``sources`` the
+    items a compression or archive note merges (archived, never deleted); ``reason`` says
+    which (``compress`` or ``archive``).
+    """
 
     text: str = ""
     tags: list[str] = []
+    item: str = ""
+    branch: str = ""
+    sources: list[str] = []
+    reason: str | None = None
+
+
+class Recall(Event, frozen=True, tag="recall"):
+    """Memory items injected into an agent's context: one event per injected recall.
+
+    ``digest`` identifies the query (BLAKE2b, 16 hex digits; the text itself is the
+    attempt's), ``items`` and ``scores`` the injected items best first, ``action_id`` the
+    attempt they serve (if any), ``chars``/``budget`` the block's size and its cap.
+    """
+
+    digest: str = ""
+    items: list[str] = []
+    scores: list[Float] = []
+    action_id: str = ""
+    chars: Int = 0
+    budget: Int = 0

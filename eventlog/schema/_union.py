@@ -27,6 +27,7 @@ from ._events import (
     Hypothesis,
     Note,
     Outcome,
+    Recall,
     Signal,
     Step,
     Tick,
@@ -44,6 +45,7 @@ AnyEvent: TypeAlias = (
     | ExternalCandidate
     | Feedback
     | Note
+    | Recall
     | DreamBegin
     | DreamEnd
     | Constraint
@@ -69,6 +71,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     ExternalCandidate,
     Feedback,
     Note,
+    Recall,
     DreamBegin,
     DreamEnd,
     Constraint,
