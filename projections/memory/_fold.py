@@ -1,0 +1,261 @@
+"""The memory-item fold: events in log order in, :class:`MemoryItem` records out.
+
+Rules, decided here (the module docstring of :mod:`.` says why):
+
+* ``note``: writes item ``item`` (the event's own id when empty). A note naming an existing
+  note item supersedes it: text replaced, tags unioned, version up, the event added to its
+  history. ``sources`` are archived into the written item (branch compression and root
+  archiving); the item's ``group`` collects them so their evidence keeps counting.
+* ``node`` (a dream's strategy): a write of that strategy; its content (goal, summary,
+  ordered steps, constraints, liveness after merges and prunes) is the memory graph's
+  (:class:`~projections.MemGraph`), read again when a ``node``, ``child_step``,
+  ``constraint``, ``merge`` or ``prune`` event arrives. A ``constraint`` naming a note
+  item is kept on the note.
+* ``recall``: each injected item known to the fold is accessed once (the reference counted
+  every access twice).
+* System activity ``S`` counts writes (notes and nodes) and accesses; an item's snapshot is
+  ``S`` at its last write or access, so its inactivity ratio is ``(S - snapshot) / S``.
+* ACE counters per id: ``feedback`` events (rating > 0 helpful, < 0 harmful, 0 neutral) and
+  outcomes that name the id in ``decided_by``/``supported_by`` (success helpful, failed
+  harmful, partial neutral; other statuses are no verdict).
+* A retraction makes the fold stale: the caller rebuilds from the log with the retracted
+  ids and cycles known up front (:meth:`ItemFold.rebuild`), which is how an undone
+  compression gives its sources back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+import msgspec
+from evolog.eventlog import (
+    AnyEvent,
+    Constraint,
+    Feedback,
+    Node,
+    Note,
+    Outcome,
+    Recall,
+    Retraction,
+    kind_of,
+)
+
+from ._items import DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
+from ._text import term_freqs
+
+__all__ = ["FOLD_KINDS", "GRAPH_KINDS", "FoldState", "ItemFold"]
+
+GRAPH_KINDS: Final = frozenset({"node", "child_step", "constraint", "merge", "prune"})
+"""Kinds after which strategy items are read again from the memory graph."""
+FOLD_KINDS: Final = ("note", "feedback", "outcome", "recall", "retraction", *sorted(GRAPH_KINDS))
+_VERDICT: Final = {"success": 0, "failed": 1, "partial": 2}
+
+
+class FoldState(msgspec.Struct, kw_only=True):
+    """Everything the fold keeps; equal logs give equal states (the checkpoint's body)."""
+
+    applied: int = 0
+    activity: int = 0
+    items: dict[str, MemoryItem] = {}
+    evidence: dict[str, list[int]] = {}
+    touched: dict[str, int] = {}
+    accesses: dict[str, int] = {}
+    postings: dict[str, list[str]] = {}
+    retracted_ids: list[str] = []
+    retracted_cycles: list[str] = []
+    active: int = 0
+    graph_dirty: bool = False
+    stale: bool = False
+
+
+GraphLoader = Callable[[int], Any]
+"""``as_of -> MemGraph`` (or None when there is no graph to read)."""
+
+
+class ItemFold:
+    """The fold over one log; see the module docstring for its rules."""
+
+    def __init__(self, state: FoldState | None = None) -> None:
+        self.state = state if state is not None else FoldState()
+        self._ids = frozenset(self.state.retracted_ids)
+        self._cycles = frozenset(self.state.retracted_cycles)
+
+    @classmethod
+    def rebuild(
+        cls, events: Iterable[AnyEvent], retractions: Iterable[Retraction], graph: GraphLoader
+    ) -> ItemFold:
+        """A fold of ``events`` with every retraction in ``retractions`` applied up front."""
+        ids: set[str] = set()
+        cycles: set[str] = set()
+        for r in retractions:
+            ids.update(r.targets)
+            if r.target_cycle is not None:
+                cycles.add(r.target_cycle)
+        fold = cls(FoldState(retracted_ids=sorted(ids), retracted_cycles=sorted(cycles)))
+        fold.apply_all(events, rebuilding=True)
+        fold.settle(graph)
+        return fold
+
+    # -- folding ------------------------------------------------------------------------
+    def apply_all(self, events: Iterable[AnyEvent], *, rebuilding: bool = False) -> None:
+        for event in events:
+            self.apply(event, rebuilding=rebuilding)
+
+    def apply(self, event: AnyEvent, *, rebuilding: bool = False) -> None:
+        st = self.state
+        st.applied = max(st.applied, event.seq)
+        if isinstance(event, Retraction):
+            # Undoing something already folded cannot be done in place; a rebuild reads
+            # every retraction first (and is not stale: it already knows this one).
+            st.stale = st.stale or not rebuilding
+            return
+        if event.id in self._ids or getattr(event, "cycle", "") in self._cycles:
+            return
+        if isinstance(event, Note):
+            self._note(event)
+        elif isinstance(event, Recall):
+            self._recall(event)
+        elif isinstance(event, Feedback):
+            if event.rating is not None:
+                rated = 0 if event.rating > 0 else 1 if event.rating < 0 else 2
+                self._count(event.target, rated)
+        elif isinstance(event, Outcome):
+            verdict = _VERDICT.get(event.status)
+            if verdict is not None:
+                for ref in dict.fromkeys([*event.decided_by, *event.supported_by]):
+                    self._count(ref, verdict)
+        elif isinstance(event, Constraint) and event.node is not None:
+            item = st.items.get(event.node)
+            if item is not None and item.kind == NOTE:
+                if event.description and event.description not in item.constraints:
+                    item.constraints = [*item.constraints, event.description]
+            else:
+                st.graph_dirty = True
+        elif kind_of(event) in GRAPH_KINDS:
+            if isinstance(event, Node):
+                self._touch(event.node)
+            st.graph_dirty = True
+
+    def _touch(self, item_id: str) -> None:
+        st = self.state
+        st.activity += 1
+        st.touched[item_id] = st.activity
+
+    def _count(self, ref: str, verdict: int) -> None:
+        if ref:
+            counts = self.state.evidence.setdefault(ref, [0, 0, 0])
+            counts[verdict] += 1
+
+    def _note(self, e: Note) -> None:
+        st = self.state
+        item_id = e.item or e.id
+        old = st.items.get(item_id)
+        if old is not None and old.kind != NOTE:
+            return  # a note cannot supersede a strategy node
+        self._unpost(old)
+        branch = e.branch or (old.branch if old is not None else DEFAULT_BRANCH)
+        group = list(old.group) if old is not None else []
+        for src in e.sources:
+            held = st.items.get(src)
+            if held is None or src == item_id:
+                continue
+            if held.active:
+                self._unpost(held)
+                held.archived_by = item_id
+            group.extend(x for x in (src, *held.group) if x not in group)
+        item = MemoryItem(
+            id=item_id,
+            kind=NOTE,
+            branch=branch,
+            text=e.text,
+            tags=list(dict.fromkeys([*(old.tags if old else ()), *e.tags])),
+            created_seq=old.created_seq if old is not None else e.seq,
+            written_seq=e.seq,
+            version=old.version + 1 if old is not None else 1,
+            events=[*(old.events if old else ()), e.id],
+            sources=list(dict.fromkeys([*(old.sources if old else ()), *e.sources])),
+            reason=e.reason or (old.reason if old is not None else ""),
+            archived_by=old.archived_by if old is not None else "",
+            constraints=list(old.constraints) if old is not None else [],
+            group=group,
+            tf=term_freqs(e.text),
+        )
+        st.items[item_id] = item
+        self._touch(item_id)
+        self._post(item)
+
+    def _recall(self, e: Recall) -> None:
+        st = self.state
+        known = [i for i in dict.fromkeys(e.items) if i in st.items]
+        for item_id in known:
+            st.activity += 1
+            st.touched[item_id] = st.activity
+            st.accesses[item_id] = st.accesses.get(item_id, 0) + 1
+
+    # -- postings (active items only: what recall and dedup may find) -------------------
+    def _post(self, item: MemoryItem) -> None:
+        if item.active:
+            self.state.active += 1
+            for token in item.tf:
+                self.state.postings.setdefault(token, []).append(item.id)
+
+    def _unpost(self, item: MemoryItem | None) -> None:
+        if item is None or not item.active:
+            return
+        postings = self.state.postings
+        self.state.active -= 1
+        for token in item.tf:
+            ids = postings.get(token)
+            if ids is not None:
+                ids.remove(item.id)
+                if not ids:
+                    del postings[token]
+
+    # -- strategies ---------------------------------------------------------------------
+    def settle(self, graph: GraphLoader) -> None:
+        """Read strategy items again from the memory graph if graph events arrived."""
+        st = self.state
+        if not st.graph_dirty:
+            return
+        loaded = graph(st.applied)
+        for item in [i for i in st.items.values() if i.kind == STRATEGY]:
+            self._unpost(item)
+            del st.items[item.id]
+        if loaded is not None:
+            for node in loaded.nodes(live_only=False):
+                if node.id in st.items:
+                    continue  # a note item already took this id
+                steps = [s.action or s.reasoning for s in loaded.steps(node.id)]
+                goals = [g for g in node.trigger_goals if g != node.goal]
+                item = MemoryItem(
+                    id=node.id,
+                    kind=STRATEGY,
+                    branch=STRATEGY_BRANCH,
+                    text=". ".join(x for x in (node.goal, node.summary) if x),
+                    created_seq=node.seq,
+                    written_seq=node.seq,
+                    version=node.version,
+                    steps=[s for s in steps if s],
+                    constraints=[c.description for c in loaded.constraints(node.id)],
+                    confidence=node.confidence,
+                    live=node.live,
+                    group=[g for g in loaded.group(node.id) if g != node.id],
+                    tf=term_freqs(" ".join([node.goal, *goals, node.summary])),
+                )
+                st.items[node.id] = item
+                self._post(item)
+        st.graph_dirty = False
+
+    # -- reading ------------------------------------------------------------------------
+    def evidence(self, item: MemoryItem) -> tuple[int, int, int]:
+        """ACE counters (helpful, harmful, neutral) of the item and its group."""
+        h = x = n = 0
+        for ref in (item.id, *item.group):
+            counts = self.state.evidence.get(ref)
+            if counts is not None:
+                h, x, n = h + counts[0], x + counts[1], n + counts[2]
+        return h, x, n
+
+    def snapshot(self, item_id: str) -> int:
+        return self.state.touched.get(item_id, 0)

@@ -1,0 +1,252 @@
+"""The item index: the fold's state at some seq, checkpointed under ``<store>/cache/memory/``.
+
+A call takes a snapshot, loads the checkpoint and applies only the events appended since
+(read from the WAL tail without pyarrow when they are all there, which is the hook's case);
+a stale fold (a retraction arrived), a checkpoint of another log or format, or one that
+cannot be read is rebuilt from the log. It is a cache: deleting it changes no answer, and
+an incremental refresh equals a rebuild (property-tested).
+
+The log a checkpoint belongs to is recognised by the store marker's inode and the id of the
+event at the checkpoint's seq (read from the segment that holds it only when that segment's
+file is not the one recorded, i.e. after a seal or compaction).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any, Final
+
+import msgspec
+from evolog.eventlog import AnyEvent, Paths, Retraction, Snapshot, kind_of
+
+from ._fold import FOLD_KINDS, FoldState, ItemFold
+
+__all__ = ["DEATH_KINDS", "IndexFile", "ItemIndex", "events_after"]
+
+FORMAT: Final = 1
+REWRITE_AFTER: Final = 256
+"""Rewrite the checkpoint once this many new events have been applied since it was written."""
+DEATH_KINDS: Final = frozenset(
+    {"outcome", "tick", "lifecycle", "merge", "node", "dream_end", "retraction"}
+)
+"""Kinds after which the survival ledger's graveyard may differ (read again when needed)."""
+
+
+class IndexFile(msgspec.Struct, kw_only=True):
+    """The checkpoint: the fold's state plus what identifies the log it was folded from."""
+
+    format: int
+    marker: tuple[int, int]
+    applied_id: str
+    applied_file: str
+    death_seq: int = 0
+    dead_seq: int = -1
+    dead: list[str] = []
+    state: FoldState
+
+
+class ItemIndex:
+    """The memory items of one store, at its head; see the module docstring."""
+
+    def __init__(self, paths: Paths, *, cache: bool = True) -> None:
+        self.paths = paths
+        self.cache = cache
+        self.file = os.path.join(paths.cache, "memory", f"items-{FORMAT}.msgpack")
+        self.fold = ItemFold()
+        self.death_seq = 0
+        self.dead_seq = -1
+        self.dead: frozenset[str] = frozenset()
+        self._applied_id = ""
+        self._applied_file = ""
+        self._since_save = 0
+
+    def refresh(self, snap: Snapshot, log: Any) -> ItemFold:
+        """Advance to the snapshot's head (``log`` reads the memory graph if needed)."""
+        head = snap.head_seq
+        fold = self.fold
+        if fold.state.applied == 0 and self.cache and not self._since_save:
+            self._load(snap)
+            fold = self.fold
+        if fold.state.applied > head or not self._same_log(snap):
+            fold = self._rebuild(snap, log, head)
+        elif fold.state.applied < head:
+            new = events_after(snap, fold.state.applied)
+            self._note_kinds(new)
+            fold.apply_all(new)
+            self._since_save += len(new)
+            self._mark(snap, new[-1] if new else None)
+            if fold.state.stale:
+                fold = self._rebuild(snap, log, head)
+            else:
+                fold.settle(_graph_loader(log))
+        return fold
+
+    def save_if_due(self, snap: Snapshot) -> None:
+        """Write the checkpoint if enough has changed since it was last written."""
+        if self._since_save >= REWRITE_AFTER:
+            self.save(snap)
+
+    def _rebuild(self, snap: Snapshot, log: Any, head: int) -> ItemFold:
+        from evolog.eventlog.sealed._replay import Filter, events
+
+        kinds = sorted({*FOLD_KINDS, *DEATH_KINDS})
+        retractions = [
+            e for e in events(snap, Filter(head, None, ["retraction"])) if isinstance(e, Retraction)
+        ]
+
+        def stream() -> Iterator[AnyEvent]:
+            for e in events(snap, Filter(head, None, kinds)):
+                if kind_of(e) in DEATH_KINDS:
+                    self.death_seq = e.seq
+                yield e
+
+        self.death_seq = 0
+        self.fold = ItemFold.rebuild(stream(), retractions, _graph_loader(log))
+        self.fold.state.applied = head
+        self._mark(snap, None, force=True)
+        self._since_save = REWRITE_AFTER  # always worth keeping
+        return self.fold
+
+    def _note_kinds(self, new: list[AnyEvent]) -> None:
+        for e in new:
+            if kind_of(e) in DEATH_KINDS:
+                self.death_seq = e.seq
+
+    # -- identifying the log ------------------------------------------------------------
+    def _mark(self, snap: Snapshot, last: AnyEvent | None, *, force: bool = False) -> None:
+        applied = self.fold.state.applied
+        if last is not None and last.seq == applied:
+            self._applied_id, self._applied_file = last.id, ""
+            return
+        if force or last is None:
+            self._applied_id, self._applied_file = _id_at(snap, applied)
+
+    def _same_log(self, snap: Snapshot) -> bool:
+        applied = self.fold.state.applied
+        if applied == 0:
+            return True
+        if applied > snap.manifest.sealed_seq:
+            found = snap.tail_events(applied - 1)
+            return bool(found) and found[0].id == self._applied_id
+        for info in snap.segments:
+            if info.first_seq <= applied <= info.last_seq:
+                if info.file == self._applied_file:
+                    return True  # segment files are immutable and their names unique
+                found_id, file = _id_at(snap, applied)
+                if found_id != self._applied_id:
+                    return False
+                self._applied_file = file
+                return True
+        return False
+
+    # -- the checkpoint file ------------------------------------------------------------
+    def _load(self, snap: Snapshot) -> None:
+        try:
+            with open(self.file, "rb") as f:
+                cp = msgspec.msgpack.decode(f.read(), type=IndexFile)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            return
+        if cp.format != FORMAT or cp.marker != _marker(self.paths):
+            return
+        self.fold = ItemFold(cp.state)
+        self._applied_id, self._applied_file = cp.applied_id, cp.applied_file
+        self.death_seq, self.dead_seq, self.dead = cp.death_seq, cp.dead_seq, frozenset(cp.dead)
+
+    def save(self, snap: Snapshot) -> None:
+        """Write the checkpoint (a cache: a failure only makes the next cold call slower)."""
+        self._since_save = 0
+        if not self.cache:
+            return
+        cp = IndexFile(
+            format=FORMAT,
+            marker=_marker(self.paths),
+            applied_id=self._applied_id,
+            applied_file=self._applied_file,
+            death_seq=self.death_seq,
+            dead_seq=self.dead_seq,
+            dead=sorted(self.dead),
+            state=self.fold.state,
+        )
+        with contextlib.suppress(OSError):
+            directory = os.path.dirname(self.file)
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(msgspec.msgpack.encode(cp))
+                os.replace(tmp, self.file)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+
+    # -- survival -----------------------------------------------------------------------
+    def dead_entries(self, log: Any, snap: Snapshot) -> frozenset[str]:
+        """The ledger's dead entries at the head (read again only after events that can
+        change them: outcomes, ticks, lifecycle, merges, nodes, dream ends, retractions)."""
+        if self.death_seq == 0:
+            # Nothing that can bury an entry is in the log yet: skip the ledger (and its
+            # pyarrow and numpy) altogether.
+            self.dead, self.dead_seq = frozenset(), self.fold.state.applied
+            return self.dead
+        if self.dead_seq < self.death_seq or self.dead_seq < 0:
+            from evolog.projections import dead_entries
+
+            self.dead = dead_entries(log)
+            self.dead_seq = self.fold.state.applied
+            self._since_save = max(self._since_save, REWRITE_AFTER)
+        return self.dead
+
+
+def _marker(paths: Paths) -> tuple[int, int]:
+    try:
+        st = os.stat(paths.marker)
+    except OSError:
+        return (0, 0)
+    return (st.st_ino, st.st_mtime_ns)
+
+
+def _id_at(snap: Snapshot, seq: int) -> tuple[str, str]:
+    """The id of the event at ``seq`` and the segment file holding it ("" for the WAL)."""
+    if seq <= 0:
+        return "", ""
+    if seq > snap.manifest.sealed_seq:
+        found = snap.tail_events(seq - 1)
+        return (found[0].id if found else ""), ""
+    import pyarrow.compute as pc
+    from evolog.eventlog.sealed._segments import read_part
+
+    for info in snap.segments:
+        if info.first_seq <= seq <= info.last_seq:
+            table = read_part(snap.paths.segments, info, ["seq", "id"])
+            table = table.filter(pc.equal(table["seq"], seq))
+            return (str(table["id"][0].as_py()) if table.num_rows else ""), info.file
+    return "", ""
+
+
+def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
+    """The snapshot's events with a seq above ``seq``, in order (pyarrow only for segments)."""
+    out: list[AnyEvent] = []
+    if seq < snap.manifest.sealed_seq:
+        from evolog.eventlog.sealed._replay import Filter, _segment_events
+
+        flt = Filter()
+        for info in snap.segments:
+            if info.last_seq > seq:
+                out.extend(e for e in _segment_events(snap, info, flt) if e.seq > seq)
+    out.extend(snap.tail_events(seq))
+    return out
+
+
+def _graph_loader(log: Any) -> Any:
+    def load(as_of: int) -> Any:
+        if log is None:
+            return None
+        from evolog.projections import load_memgraph
+
+        return load_memgraph(log, as_of=as_of)
+
+    return load

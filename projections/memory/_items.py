@@ -1,0 +1,62 @@
+"""What can be recalled: one record per memory item, folded from events.
+
+A memory item is a note (``note`` events: written by ``remember``, updated by a superseding
+note naming the same ``item``, merged by branch compression or root archiving) or a strategy
+node of the memory graph (``node`` and its ``child_step``/``constraint`` events, from dreams
+and from the hook's failed tools). Items are never edited: every change is a new event, and
+an item's record is what the events say as of the fold's position.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+__all__ = ["BACKBONE", "DEFAULT_BRANCH", "NOTE", "STRATEGY", "STRATEGY_BRANCH", "MemoryItem"]
+
+BACKBONE: Final = "backbone"
+"""The permanent branch: never decays, never compressed or archived."""
+DEFAULT_BRANCH: Final = "notes"
+"""The branch of a note written without one (notes from before branches existed)."""
+STRATEGY_BRANCH: Final = "strategies"
+"""The branch strategy nodes are listed under (compression never touches them)."""
+NOTE: Final = "note"
+STRATEGY: Final = "strategy"
+
+
+class MemoryItem(msgspec.Struct, kw_only=True):
+    """One recallable item and the evidence about it.
+
+    ``snapshot`` is the system activity (see :class:`~.ItemFold`) at its last write or
+    injection; ``accesses`` counts the recall events that injected it (once each).
+    ``archived_by`` is the compressing or archiving item that holds it now ("" while it is
+    active). ``group`` lists the ids whose evidence counts for it: the nodes merged into a
+    strategy, the sources of a merged note.
+    """
+
+    id: str
+    kind: str = NOTE
+    branch: str = DEFAULT_BRANCH
+    text: str = ""
+    tags: list[str] = []
+    created_seq: int = 0
+    written_seq: int = 0
+    version: int = 1
+    events: list[str] = []
+    sources: list[str] = []
+    reason: str = ""
+    archived_by: str = ""
+    snapshot: int = 0
+    accesses: int = 0
+    steps: list[str] = []
+    constraints: list[str] = []
+    confidence: float | None = None
+    live: bool = True
+    group: list[str] = []
+    tf: dict[str, float] = {}
+
+    @property
+    def active(self) -> bool:
+        """Recallable: a live strategy, or a note not archived into another item."""
+        return self.live and not self.archived_by

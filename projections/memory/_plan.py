@@ -1,0 +1,129 @@
+"""What a write, a branch compression or a root archive appends: pure decisions on the fold.
+
+* **Dedup on write** (Living Memory): the new text's raw term frequencies against the
+  active notes of the same branch; at cosine >= ``dedup_threshold`` the best match (highest
+  cosine, then oldest) is superseded by a note naming its item, so its history is kept.
+* **Branch compression**: after a write to a branch other than the backbone, the branch is
+  merged into one item when it has at least ``min_nodes_to_compress`` active notes and more
+  than ``ols_multiplier`` x the mean active size of the non-backbone branches. The reference
+  takes that mean over every branch including this one, so a branch that is alone can never
+  exceed it; here a lone branch is compared with ``top_n`` instead (it is compressed once it
+  holds more than phi x what one recall may inject).
+* **Root archiving** (on demand and at session end): a non-backbone branch with at least
+  ``min_nodes_to_compress`` active notes whose access count is below
+  ``cold_branch_access_ratio`` x the mean over non-backbone branches is merged into one item
+  tagged ``archived`` and ``was:<branch>``.
+
+A merge is one ``note`` listing its ``sources`` (archived, never deleted; a retraction of
+the note gives them back): the distinct sentences of the sources, their tags united.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from evolog.eventlog import Note
+
+from ._config import MemoryConfig
+from ._fold import ItemFold
+from ._items import BACKBONE, NOTE, MemoryItem
+from ._text import cosine, sentences, term_freqs
+
+__all__ = ["archive_notes", "branch_sizes", "compression_note", "dedup_target", "write_note"]
+
+
+def _notes(fold: ItemFold, branch: str | None = None) -> list[MemoryItem]:
+    """Active notes (of one branch), in creation order."""
+    items = fold.state.items.values()
+    out = [i for i in items if i.kind == NOTE and i.active and branch in (None, i.branch)]
+    return sorted(out, key=lambda i: (i.created_seq, i.id))
+
+
+def dedup_target(
+    fold: ItemFold, branch: str, text: str, cfg: MemoryConfig, exclude: Iterable[str] = ()
+) -> tuple[str, float] | None:
+    """The note item ``text`` would supersede in ``branch``, and its cosine; None if none."""
+    tf = term_freqs(text)
+    skip = frozenset(exclude)
+    best: tuple[float, int, str] | None = None
+    for item in _notes(fold, branch):
+        if item.id in skip:
+            continue
+        sim = cosine(tf, item.tf)
+        if sim >= cfg.dedup_threshold and (best is None or (sim, -item.created_seq) > best[:2]):
+            best = (sim, -item.created_seq, item.id)
+    return None if best is None else (best[2], best[0])
+
+
+def write_note(
+    fold: ItemFold,
+    branch: str,
+    text: str,
+    tags: Iterable[str],
+    cfg: MemoryConfig,
+    *,
+    dead: Iterable[str] = (),
+    **envelope: object,
+) -> tuple[Note, str | None]:
+    """The note a ``remember`` appends, and the item it supersedes (None for a new item)."""
+    target = dedup_target(fold, branch, text, cfg, exclude=dead)
+    item = target[0] if target is not None else ""
+    note = Note(text=text, tags=list(dict.fromkeys(tags)), branch=branch, item=item, **envelope)  # type: ignore[arg-type]
+    return note, item or None
+
+
+def branch_sizes(fold: ItemFold) -> dict[str, int]:
+    """Active notes per branch, the backbone left out."""
+    sizes: dict[str, int] = {}
+    for item in _notes(fold):
+        if item.branch != BACKBONE:
+            sizes[item.branch] = sizes.get(item.branch, 0) + 1
+    return sizes
+
+
+def compression_note(fold: ItemFold, branch: str, cfg: MemoryConfig) -> Note | None:
+    """The merge of ``branch`` if it has outgrown the others (see the module docstring)."""
+    if branch == BACKBONE:
+        return None
+    sizes = branch_sizes(fold)
+    size = sizes.get(branch, 0)
+    if size < max(cfg.min_nodes_to_compress, 2):
+        return None
+    mean = sum(sizes.values()) / len(sizes) if len(sizes) > 1 else float(cfg.top_n)
+    if size <= cfg.ols_multiplier * mean:
+        return None
+    return _merge(_notes(fold, branch), branch, "compress", ())
+
+
+def archive_notes(fold: ItemFold, cfg: MemoryConfig) -> list[Note]:
+    """One archive note per cold branch (see the module docstring)."""
+    by_branch: dict[str, list[MemoryItem]] = {}
+    for item in _notes(fold):
+        if item.branch != BACKBONE:
+            by_branch.setdefault(item.branch, []).append(item)
+    if not by_branch:
+        return []
+    access = {
+        b: sum(fold.state.accesses.get(i.id, 0) for i in items) for b, items in by_branch.items()
+    }
+    mean = sum(access.values()) / len(access)
+    out = []
+    for branch in sorted(by_branch):
+        items = by_branch[branch]
+        if len(items) >= max(cfg.min_nodes_to_compress, 2) and (
+            access[branch] < cfg.cold_branch_access_ratio * mean
+        ):
+            out.append(_merge(items, branch, "archive", ("archived", f"was:{branch}")))
+    return out
+
+
+def _merge(items: list[MemoryItem], branch: str, reason: str, extra: Iterable[str]) -> Note:
+    tags = list(dict.fromkeys([t for i in items for t in i.tags] + list(extra)))
+    text = ". ".join(sentences(i.text for i in items))
+    return Note(
+        text=text + "." if text and not text.endswith(".") else text,
+        tags=tags,
+        branch=branch,
+        sources=[i.id for i in items],
+        reason=reason,
+    )
