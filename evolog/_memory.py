@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from evolog.eventlog.sealed._seal import CompactResult, SealResult
     from evolog.projections import EdgeParams, Embedder, LedgerConfig, LedgerView, Projections
     from evolog.projections.energy.rules._host import Similarity
+    from evolog.projections.memory import ItemIndex
+
+    from ._recall import RecallResult
+    from ._remember import CompressResult, Remembered
 
 
 class Memory:
@@ -41,6 +45,7 @@ class Memory:
     ) -> None:
         self.log = EventLog(path, durability=durability, create=create, **options)
         self._advice: AdviceEngine | None = None
+        self._item_index: ItemIndex | None = None
 
     @property
     def path(self) -> str:
@@ -190,3 +195,42 @@ class Memory:
         from evolog.eventlog import Tick
 
         return self.log.append(Tick(ticks=ticks, reason=reason))
+
+    # -- memory items: remember, recall, feedback, compress -------------------------------
+    def _items(self) -> ItemIndex:
+        """The store's item index, kept across calls (each call reads only what is new)."""
+        if self._item_index is None:
+            from evolog.projections.memory import ItemIndex
+
+            self._item_index = ItemIndex(self.log.paths)
+        return self._item_index
+
+    def remember(
+        self, branch: str, text: str, tags: Iterable[str] = (), **kwargs: Any
+    ) -> Remembered:
+        """Write a note to ``branch`` (deduplicated: a near-copy supersedes its original;
+        the branch is compressed when it outgrows the others); see :mod:`evolog._remember`."""
+        from ._remember import remember
+
+        return remember(self.log, self._items(), branch, text, tags, **kwargs)
+
+    def recall(self, query: str, **kwargs: Any) -> RecallResult:
+        """The memory items to inject for ``query``: a block within ``budget_chars`` plus the
+        scored list; appends one ``recall`` event unless ``record=False`` (see
+        :func:`evolog._recall.recall` for every option)."""
+        from ._recall import recall
+
+        return recall(self.log, self._items(), query, **kwargs)
+
+    def feedback(self, item: str, verdict: str, note: str | None = None, **kwargs: Any) -> int:
+        """Record ``helpful``, ``harmful`` or ``neutral`` for an item; return the seq."""
+        from ._remember import feedback
+
+        return feedback(self.log, self._items(), item, verdict, note, **kwargs)
+
+    def compress(self, *, undo: str | None = None, **kwargs: Any) -> CompressResult:
+        """Archive cold branches into one item each; ``undo=ITEM`` gives a merge's sources
+        back."""
+        from ._remember import compress
+
+        return compress(self.log, self._items(), undo=undo, **kwargs)

@@ -17,6 +17,8 @@ Public strategies:
   (unique ids) and :func:`event_batches` (lists of such lists, ids unique across all);
 - :func:`darwin_streams`: survival-ledger call streams (births with probation and pins,
   decisions, late or repeated settlements, catch-up ticks, pin/unpin/forget).
+- :func:`memory_ops`: memory-item operation streams (remember, recall, feedback, outcomes,
+  constraints, compress and undo, seal).
 
 ``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
 seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
@@ -261,3 +263,70 @@ def darwin_streams(draw: st.DrawFn, max_size: int = 80) -> list[tuple[Any, ...]]
             x = draw(st.sampled_from(pool))
             stream.append(("birth", x, 1, False) if what == "birth" else (what, x))
     return stream
+
+
+MEMORY_WORDS = (
+    "deploy",
+    "service",
+    "nginx",
+    "restart",
+    "config",
+    "flaky",
+    "test",
+    "retry",
+    "fixture",
+    "postgres",
+    "migration",
+    "lock",
+    "timeout",
+    "cache",
+    "redis",
+    "build",
+    "docker",
+    "image",
+)
+MEMORY_BRANCHES = ("backbone", "ops", "tests", "db")
+
+
+@st.composite
+def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
+    """A stream of memory-item operations: ``("remember", branch, text)``, ``("recall",
+    query)`` (recorded), ``("feedback", k, verdict)`` and ``("outcome", k, status)`` (on the
+    k-th item written, modulo), ``("constraint", k, text)``, ``("compress",)``, ``("undo",)``
+    (the newest merge, if any), ``("seal",)`` and ``("refresh",)`` (an incremental step).
+    Texts come from a small vocabulary so that dedup and compression both happen."""
+    text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=5).map(" ".join)
+    ops: list[tuple[Any, ...]] = []
+    for _ in range(draw(st.integers(0, max_size))):
+        op = draw(
+            st.sampled_from(
+                ["remember"] * 5
+                + ["recall"] * 3
+                + ["feedback", "outcome", "constraint", "compress", "undo", "seal", "refresh"]
+            )
+        )
+        if op == "remember":
+            ops.append((op, draw(st.sampled_from(MEMORY_BRANCHES)), draw(text)))
+        elif op == "recall":
+            ops.append((op, draw(text)))
+        elif op == "feedback":
+            ops.append(
+                (
+                    op,
+                    draw(st.integers(0, 50)),
+                    draw(st.sampled_from(["helpful", "harmful", "neutral"])),
+                )
+            )
+        elif op == "outcome":
+            ops.append(
+                (
+                    op,
+                    draw(st.integers(0, 50)),
+                    draw(st.sampled_from(["success", "failed", "partial", "abandoned"])),
+                )
+            )
+        elif op == "constraint":
+            ops.append((op, draw(st.integers(0, 50)), draw(text)))
+        else:
+            ops.append((op,))
+    return ops

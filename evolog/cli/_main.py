@@ -88,6 +88,11 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_hook(args: argparse.Namespace) -> int:
+    if getattr(args, "print_settings", False):
+        from ..hook._recall import settings_text
+
+        sys.stdout.write(settings_text() + "\n")
+        return 0
     from ..hook._hooks import run_hook
 
     return run_hook(args.agent_kind, store_path(args))
@@ -107,6 +112,7 @@ _FEATURE_LAYERS = {
     **dict.fromkeys(("advise", "import", "follow"), "advice"),
     **dict.fromkeys(("isa", "dream", "route", "graph"), "dream"),
     **dict.fromkeys(("ledger", "tick", "survive"), "ledger"),
+    **dict.fromkeys(("remember", "recall", "feedback", "compress"), "memory"),
 }
 
 
@@ -125,6 +131,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ._advice import add_advice_commands as add
         elif layer == "dream":
             from ._dream import add_dream_commands as add
+        elif layer == "memory":
+            from ._memory import add_memory_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)
@@ -171,6 +179,11 @@ def _add_core_commands(sub: Any) -> None:
 
     s = sub.add_parser("hook", help="record an agent hook payload read from stdin")
     s.add_argument("agent_kind", choices=["claude-code"])
+    s.add_argument(
+        "--print-settings",
+        action="store_true",
+        help="print the ~/.claude/settings.json hooks block that installs recording and recall",
+    )
     s.set_defaults(func=_cmd_hook)
 
 
@@ -203,7 +216,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _add_feature_commands(sub, [layer])
         return p
     _add_core_commands(sub)
-    _add_feature_commands(sub, ["sql", "advice", "dream", "ledger"])
+    _add_feature_commands(sub, ["sql", "advice", "dream", "ledger", "memory"])
 
     s = sub.add_parser("demo", help="simulate an agent into a store and show what it stored")
     s.add_argument("--dir", default="evolog-demo")
@@ -241,7 +254,9 @@ def _fast_args(argv: list[str]) -> SimpleNamespace | None:
 def _is_ours(exc: BaseException) -> bool:
     """An error of one of our packages (each has one base), as opposed to a bug."""
     for cls in type(exc).__mro__:
-        if cls.__module__.split(".")[0] in ("eventlog", "projections", "advice", "dream"):
+        parts = cls.__module__.split(".")
+        if parts[0] == "evolog" and parts[1:2] in (["eventlog"], ["projections"], ["advice"],
+                                                   ["dream"]):  # fmt: skip
             return True
     return False
 

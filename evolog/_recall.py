@@ -1,0 +1,169 @@
+"""``recall``: the items to inject for a query, as a block within a budget and as data.
+
+:func:`recall` refreshes the store's item index (:class:`projections.memory.ItemIndex`),
+ranks with :func:`advice.recall.rank`, keeps the items that apply (at most ``top_n``),
+renders the block (:func:`advice.recall.render`, never past ``budget_chars``) and, when
+``record`` is set and something was injected, appends one ``recall`` event naming the
+injected items, their scores and the attempt they serve. Access counts and decay come from
+those events only, so a recall that is not injected (``record=False``) changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import msgspec
+
+from evolog.eventlog import EventLog, Recall, Snapshot
+from evolog.projections._errors import InvalidParameterError
+from evolog.projections.memory import BACKBONE, STRATEGY, ItemIndex, MemoryConfig, load_config
+
+__all__ = ["RecallResult", "RecalledItem", "digest", "recall", "session_items"]
+
+
+class RecalledItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One injected item: what it says and why it was chosen."""
+
+    id: str
+    kind: str
+    branch: str
+    score: float
+    similarity: float
+    decay: float
+    quality: float
+    helpful: int
+    harmful: int
+    neutral: int
+    text: str
+    tags: list[str] = []
+    steps: list[str] = []
+    constraints: list[str] = []
+    why: str = ""
+
+
+class RecallResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The block to inject (``text``, "" for nothing) and the structured list behind it."""
+
+    query: str
+    text: str
+    items: list[RecalledItem]
+    considered: int
+    null_similarity: float
+    chars: int
+    budget: int
+    recorded: int | None = None
+    advice: dict[str, Any] | None = None
+
+
+def digest(query: str) -> str:
+    """The query's digest in ``recall`` events (16 hex digits of BLAKE2b)."""
+    return hashlib.blake2b(query.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidParameterError(f"{name}: expected an integer >= 0; got {value!r}")
+    return value
+
+
+def recall(
+    log: EventLog,
+    index: ItemIndex,
+    query: str,
+    *,
+    budget_chars: int | None = None,
+    top_n: int | None = None,
+    threshold: float | None = None,
+    branches: Collection[str] | None = None,
+    include_dead: bool = False,
+    survival: bool = True,
+    action_id: str = "",
+    record: bool = True,
+    advice_lines: Sequence[str] = (),
+    config: MemoryConfig | None = None,
+    envelope: dict[str, Any] | None = None,
+) -> RecallResult:
+    """Rank, cut to ``top_n`` and the budget, and (if ``record``) append a ``recall`` event."""
+    from evolog.advice.recall import rank, render
+
+    if not isinstance(query, str):
+        raise InvalidParameterError(f"query: expected text; got {type(query).__name__}")
+    cfg = config or load_config(log.path)
+    budget = _count("budget_chars", cfg.budget_chars if budget_chars is None else budget_chars)
+    limit = _count("top_n", cfg.top_n if top_n is None else top_n)
+    if threshold is not None:
+        cfg = msgspec.structs.replace(cfg, retrieval_threshold=float(threshold))
+    with log.snapshot() as snap:
+        fold = index.refresh(snap, log)
+        dead = index.dead_entries(log, snap) if survival and fold.state.items else frozenset()
+        index.save_if_due(snap)
+    candidates, null = rank(
+        fold, query, cfg, dead=dead, include_dead=include_dead, branches=branches
+    )
+    chosen = [c for c in candidates if c.applies][:limit]
+    items = [fold.state.items[c.id] for c in chosen]
+    text, kept = render(items, budget, advice_lines)
+    chosen = chosen[:kept]
+    out = [
+        RecalledItem(
+            id=c.id,
+            kind=c.kind,
+            branch=c.branch,
+            score=c.score,
+            similarity=c.similarity,
+            decay=c.decay,
+            quality=c.quality,
+            helpful=c.evidence[0],
+            harmful=c.evidence[1],
+            neutral=c.evidence[2],
+            text=i.text,
+            tags=list(i.tags),
+            steps=list(i.steps),
+            constraints=list(i.constraints),
+            why=c.why,
+        )
+        for c, i in zip(chosen, items, strict=False)
+    ]
+    seq = None
+    if record and out:
+        event = Recall(
+            digest=digest(query),
+            items=[r.id for r in out],
+            scores=[r.score for r in out],
+            action_id=action_id,
+            chars=len(text),
+            budget=budget,
+            **(envelope or {}),
+        )
+        seq = log.append(event)
+    return RecallResult(
+        query=query,
+        text=text,
+        items=out,
+        considered=len(candidates),
+        null_similarity=null,
+        chars=len(text),
+        budget=budget,
+        recorded=seq,
+    )
+
+
+def session_items(
+    index: ItemIndex, snap: Snapshot, log: EventLog, branches: Sequence[str]
+) -> list[str]:
+    """Ids to inject at a session's start: the backbone, then the given branches' notes,
+    each most recently written first (no query: nothing to rank by but recency)."""
+    fold = index.refresh(snap, log)
+    wanted = [BACKBONE, *(b for b in branches if b != BACKBONE)]
+    out: list[str] = []
+    for branch in wanted:
+        picked = [
+            i
+            for i in fold.state.items.values()
+            if i.active and i.branch == branch and i.kind != STRATEGY
+        ]
+        picked.sort(key=lambda i: (-i.written_seq, i.id))
+        out.extend(i.id for i in picked)
+    return out

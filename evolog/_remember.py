@@ -1,0 +1,187 @@
+"""``remember``, ``feedback`` and ``compress``: the writes of the memory-item model.
+
+Every one appends events and edits nothing: a write that duplicates a note of its branch
+supersedes it (the same item, a new version, its history kept); a branch that outgrows the
+others is compressed by a note listing its sources; ``compress`` archives cold branches;
+``compress(undo=ITEM)`` retracts a compression or archive note, which gives its sources
+back. The decisions are :mod:`projections.memory._plan`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+import msgspec
+
+from evolog.eventlog import EventLog, Feedback, Outcome, Retraction, new_id
+from evolog.projections._errors import InvalidParameterError
+from evolog.projections.memory import BACKBONE, NOTE, ItemIndex, MemoryConfig, load_config
+from evolog.projections.memory._plan import archive_notes, compression_note, write_note
+
+__all__ = ["VERDICTS", "CompressResult", "Remembered", "compress", "feedback", "remember"]
+
+VERDICTS: Final = {"helpful": 1.0, "harmful": -1.0, "neutral": 0.0}
+"""Feedback verdicts and the rating (and ledger delta) each is recorded with."""
+MAX_BRANCH: Final = 200
+
+
+class Remembered(msgspec.Struct, frozen=True, kw_only=True):
+    """What a ``remember`` did: the item written, whether it superseded one, any compression."""
+
+    item: str
+    seq: int
+    superseded: bool
+    branch: str
+    compressed: str | None = None
+    compressed_sources: list[str] = []
+
+
+class CompressResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Archive (or compression) items written, with the items each archived; or an undo."""
+
+    archived: dict[str, list[str]] = {}
+    undone: str | None = None
+    restored: list[str] = []
+
+
+def _text(name: str, value: object, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidParameterError(f"{name}: expected text; got {type(value).__name__}")
+    if not empty and not value.strip():
+        raise InvalidParameterError(f"{name}: expected non-empty text; got {value!r}")
+    return value
+
+
+def _tags(tags: Iterable[str]) -> list[str]:
+    if isinstance(tags, str):
+        raise InvalidParameterError(f"tags: expected a list of text; got the text {tags!r}")
+    out = list(tags)
+    for t in out:
+        _text("tags", t)
+    return out
+
+
+def remember(
+    log: EventLog,
+    index: ItemIndex,
+    branch: str,
+    text: str,
+    tags: Iterable[str] = (),
+    *,
+    config: MemoryConfig | None = None,
+    envelope: dict[str, Any] | None = None,
+) -> Remembered:
+    """Write ``text`` to ``branch`` (deduplicated), then compress the branch if it is due."""
+    branch = _text("branch", branch).strip()
+    if len(branch) > MAX_BRANCH:
+        raise InvalidParameterError(
+            f"branch: expected at most {MAX_BRANCH} characters; got {len(branch)}"
+        )
+    text = _text("text", text)
+    tag_list = _tags(tags)
+    cfg = config or load_config(log.path)
+    env = envelope or {}
+    with log.snapshot() as snap:
+        fold = index.refresh(snap, log)
+        dead = index.dead_entries(log, snap) if fold.state.items else frozenset()
+    env = {"id": new_id(), **env}
+    note, superseded = write_note(fold, branch, text, tag_list, cfg, dead=dead, **env)
+    seq = log.append(note)
+    item = superseded or note.id
+    compressed = None
+    sources: list[str] = []
+    with log.snapshot() as snap:
+        fold = index.refresh(snap, log)
+        merge = compression_note(fold, branch, cfg) if branch != BACKBONE else None
+    if merge is not None:
+        merge = msgspec.structs.replace(merge, **{**env, "id": new_id()})
+        log.append(merge)
+        compressed, sources = merge.id, list(merge.sources)
+    with log.snapshot() as snap:
+        index.refresh(snap, log)
+        index.save_if_due(snap)
+    return Remembered(
+        item=item,
+        seq=seq,
+        superseded=superseded is not None,
+        branch=branch,
+        compressed=compressed,
+        compressed_sources=sources,
+    )
+
+
+def feedback(
+    log: EventLog,
+    index: ItemIndex,
+    item: str,
+    verdict: str,
+    note: str | None = None,
+    *,
+    envelope: dict[str, Any] | None = None,
+) -> int:
+    """Record a verdict on an item: ACE counters, and a ledger credit of +1/-1/0.
+
+    Appends, as one atomic batch, a ``feedback`` event (rating +1, -1 or 0) and an
+    ``outcome`` (status ``measured``, ``decided_by`` the item, ``delta`` the rating) so the
+    survival ledger credits it; returns the feedback's seq.
+    """
+    item = _text("item", item)
+    if verdict not in VERDICTS:
+        raise InvalidParameterError(
+            f"verdict: expected one of helpful, harmful, neutral; got {verdict!r}"
+        )
+    if note is not None:
+        _text("note", note, empty=True)
+    with log.snapshot() as snap:
+        fold = index.refresh(snap, log)
+    if item not in fold.state.items:
+        raise InvalidParameterError(
+            f"item: expected the id of a memory item; got {item!r} "
+            "(see `evolog recall --format json` for ids)"
+        )
+    env = envelope or {}
+    rating = VERDICTS[verdict]
+    fid = new_id()
+    credit = Outcome(
+        id=f"feedback-credit:{fid}",
+        status="measured",
+        delta=rating,
+        decided_by=[item],
+        note=f"feedback: {verdict}",
+        **env,
+    )
+    return log.append_many(
+        [Feedback(id=fid, target=item, rating=rating, text=note or "", **env), credit]
+    )[0]
+
+
+def compress(
+    log: EventLog,
+    index: ItemIndex,
+    *,
+    undo: str | None = None,
+    config: MemoryConfig | None = None,
+    envelope: dict[str, Any] | None = None,
+) -> CompressResult:
+    """Archive every cold branch (root-level compression), or undo one merge item."""
+    cfg = config or load_config(log.path)
+    env = envelope or {}
+    with log.snapshot() as snap:
+        fold = index.refresh(snap, log)
+    if undo is not None:
+        undo = _text("undo", undo)
+        it = fold.state.items.get(undo)
+        if it is None or it.kind != NOTE or not it.sources or not it.events:
+            raise InvalidParameterError(
+                f"undo: expected the id of a compressed or archived item; got {undo!r}"
+            )
+        log.append(Retraction(targets=[it.events[0]], reason=f"undo {it.reason or 'merge'}", **env))
+        return CompressResult(undone=undo, restored=list(it.sources))
+    notes = [
+        msgspec.structs.replace(n, **{**env, "id": new_id()})
+        for n in archive_notes(fold, cfg)
+    ]
+    if notes:
+        log.append_many(notes)
+    return CompressResult(archived={n.id: list(n.sources) for n in notes})

@@ -1,0 +1,116 @@
+"""``evolog remember``, ``recall``, ``feedback`` and ``compress``: the memory-item commands.
+
+``remember BRANCH TEXT`` writes a note (deduplicated; the branch may be compressed) and
+prints what it did as JSON. ``recall QUERY`` prints the block to inject (``--format text``,
+the default) or the structured list (``--format json``) and appends a ``recall`` event
+unless ``--no-record``. ``feedback ITEM helpful|harmful|neutral`` records a verdict;
+``compress`` archives cold branches, ``compress --undo ITEM`` gives a merge's sources back.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._common import print_json, store_path
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["add_memory_commands"]
+
+
+def add_memory_commands(sub: Any) -> None:
+    """Register the memory-item commands on the ``evolog`` sub-parsers."""
+    s = sub.add_parser(
+        "remember",
+        help="write a memory note to a branch (deduplicated)",
+        description="Write TEXT to BRANCH ('backbone' is permanent). A note whose words match "
+        "one of the branch's notes (TF cosine >= 0.85) supersedes it. Example: "
+        "evolog remember deploy 'run the blue-green script, then check /health' --tag ops",
+    )
+    s.add_argument("branch", help="the branch (e.g. backbone, deploy, the project's name)")
+    s.add_argument("text", help="what to remember")
+    s.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+    s.set_defaults(func=run_remember)
+
+    s = sub.add_parser(
+        "recall",
+        help="memory items for a query, as a block within a budget (or JSON)",
+        description="Rank memory items for QUERY and print the block to inject. Example: "
+        "evolog recall 'deploy the web service' --budget 2000 --format json",
+    )
+    s.add_argument("query", help="the task or prompt")
+    s.add_argument("--budget", type=int, help="character budget (default: memory.json, 4000)")
+    s.add_argument("--top-n", type=int, help="at most this many items (default 10)")
+    s.add_argument("--threshold", type=float, help="minimum score (default 0.15)")
+    s.add_argument("--branch", action="append", help="only these branches (repeatable)")
+    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument("--include-dead", action="store_true", help="also items the ledger buried")
+    s.add_argument("--action-id", default="", help="the attempt this recall serves")
+    s.add_argument("--no-record", action="store_true", help="do not append a recall event")
+    s.set_defaults(func=run_recall)
+
+    s = sub.add_parser(
+        "feedback",
+        help="record a verdict on a memory item (helpful, harmful or neutral)",
+        description="ACE counters: score = helpful / (helpful + harmful + neutral). Example: "
+        "evolog feedback 01J0ABC... helpful --note 'saved a rollback'",
+    )
+    s.add_argument("item", help="the item id (see `evolog recall --format json`)")
+    s.add_argument("verdict", choices=["helpful", "harmful", "neutral"])
+    s.add_argument("--note", help="why (free text)")
+    s.set_defaults(func=run_feedback)
+
+    s = sub.add_parser(
+        "compress",
+        help="archive cold branches (or --undo a compression)",
+        description="Merge every cold branch (access below 0.1 x the mean) into one archive "
+        "item; sources are archived, never deleted. Example: evolog compress --undo ITEM",
+    )
+    s.add_argument("--undo", metavar="ITEM", help="retract this compression or archive item")
+    s.set_defaults(func=run_compress)
+
+
+def _memory(args: argparse.Namespace) -> Any:
+    from evolog._memory import Memory
+
+    return Memory(store_path(args), create=False)
+
+
+def run_remember(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        print_json(mem.remember(args.branch, args.text, args.tag))
+    return 0
+
+
+def run_recall(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        result = mem.recall(
+            args.query,
+            budget_chars=args.budget,
+            top_n=args.top_n,
+            threshold=args.threshold,
+            branches=args.branch,
+            include_dead=args.include_dead,
+            action_id=args.action_id,
+            record=not args.no_record,
+        )
+    if args.format == "json":
+        print_json(result)
+    elif result.text:
+        sys.stdout.write(result.text + "\n")
+    return 0
+
+
+def run_feedback(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        seq = mem.feedback(args.item, args.verdict, args.note)
+    print_json({"seq": seq, "item": args.item, "verdict": args.verdict})
+    return 0
+
+
+def run_compress(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        print_json(mem.compress(undo=args.undo))
+    return 0

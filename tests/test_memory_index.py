@@ -1,0 +1,147 @@
+"""The item index is a cache: incremental == rebuild, deleting it changes no answer, and a
+recall is a function of the log (replayed into another store it gives the same answer)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import msgspec
+from evolog.advice.recall import render
+from evolog.advice.recall._block import entry_text
+from evolog.eventlog import Constraint, Outcome
+from evolog.projections.memory import ItemIndex, MemoryConfig, MemoryItem
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import MEMORY_WORDS, memory_ops, texts
+
+from evolog import Memory
+
+QUERIES = (
+    "deploy service nginx",
+    "flaky test retry fixture",
+    "postgres migration lock",
+    "docker image build cache",
+)
+
+
+def canonical(index: ItemIndex) -> Any:
+    state = msgspec.to_builtins(index.fold.state)
+    state["postings"] = {t: sorted(ids) for t, ids in state["postings"].items()}
+    return state
+
+
+def run(mem: Memory, ops: list[tuple[Any, ...]]) -> None:
+    written: list[str] = []
+    merges: list[str] = []
+    for op in ops:
+        kind = op[0]
+        if kind == "remember":
+            r = mem.remember(op[1], op[2])
+            written.append(r.item)
+            if r.compressed:
+                merges.append(r.compressed)
+        elif kind == "recall":
+            mem.recall(op[1])
+        elif kind in ("feedback", "outcome", "constraint") and written:
+            item = written[op[1] % len(written)]
+            if kind == "feedback":
+                mem.feedback(item, op[2])
+            elif kind == "outcome":
+                mem.append(Outcome(action_id=f"a{len(written)}", status=op[2], supported_by=[item]))
+            else:
+                mem.append(Constraint(node=item, trace="t", description=op[2]))
+        elif kind == "compress":
+            merges.extend(mem.compress().archived)
+        elif kind == "undo" and merges:
+            # Already undone through an earlier retraction, or superseded away: refused.
+            with contextlib.suppress(ValueError):
+                mem.compress(undo=merges.pop())
+        elif kind == "seal":
+            mem.seal()
+        elif kind == "refresh":
+            mem.recall(QUERIES[0], record=False)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memory_ops())
+def test_incremental_equals_rebuild_and_the_cache_changes_no_answer(ops: list[Any]) -> None:
+    root = tempfile.mkdtemp(prefix="evolog-mem-")
+    try:
+        with Memory(os.path.join(root, "s")) as mem:
+            run(mem, ops)
+            answers = [mem.recall(q, record=False) for q in QUERIES]
+            live = canonical(mem._items())
+        with Memory(os.path.join(root, "s")) as fresh:  # loads the checkpoint, if any
+            assert [fresh.recall(q, record=False) for q in QUERIES] == answers
+        shutil.rmtree(os.path.join(root, "s", "cache"), ignore_errors=True)
+        with Memory(os.path.join(root, "s")) as rebuilt:
+            assert [rebuilt.recall(q, record=False) for q in QUERIES] == answers
+            assert canonical(rebuilt._items()) == live
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memory_ops(max_size=20))
+def test_recall_is_deterministic_under_replay(ops: list[Any]) -> None:
+    root = tempfile.mkdtemp(prefix="evolog-mem-")
+    try:
+        with Memory(os.path.join(root, "a")) as mem:
+            run(mem, ops)
+            answers = [mem.recall(q, record=False) for q in QUERIES]
+            events = list(mem.replay())
+        with Memory(os.path.join(root, "b")) as copy:
+            copy.append_many(events)
+            assert [copy.recall(q, record=False) for q in QUERIES] == answers
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+items = st.builds(
+    MemoryItem,
+    id=st.text(min_size=1, max_size=30),
+    kind=st.sampled_from(["note", "strategy"]),
+    branch=texts(max_size=20),
+    text=texts(max_size=400),
+    tags=st.lists(texts(max_size=10), max_size=3),
+    steps=st.lists(texts(max_size=60), max_size=15),
+    constraints=st.lists(texts(max_size=80), max_size=4),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(items, max_size=12), st.integers(0, 3000), st.lists(texts(max_size=90), max_size=3))
+def test_the_block_never_exceeds_the_budget(
+    chosen: list[MemoryItem], budget: int, extra: list[str]
+) -> None:
+    text, kept = render(chosen, budget, extra)
+    assert len(text) <= budget
+    assert 0 <= kept <= len(chosen)
+    # What is injected is a prefix of the ranking, whole entries only.
+    for item in chosen[:kept]:
+        assert entry_text(item) in text
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 1500), st.integers(0, 12))
+def test_recall_respects_budget_and_top_n(budget: int, top_n: int) -> None:
+    root = tempfile.mkdtemp(prefix="evolog-mem-")
+    try:
+        with Memory(os.path.join(root, "s")) as mem:
+            for i, w in enumerate(MEMORY_WORDS):
+                mem.remember(f"b{i % 5}", f"{w} deploy service note {i} " * (1 + i % 4))
+            res = mem.recall(
+                "deploy service",
+                budget_chars=budget,
+                top_n=top_n,
+                config=MemoryConfig(min_margin=-1.0),
+            )
+            assert len(res.text) <= budget and res.chars == len(res.text)
+            assert len(res.items) <= top_n
+            assert bool(res.items) == bool(res.text)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
