@@ -36,7 +36,16 @@ from typing import Any
 
 import msgspec
 
-from evolog.eventlog import Attempt, Event, EventLog, Outcome, Signal, Step, init_store
+from evolog.eventlog import (
+    Attempt,
+    Constraint,
+    Event,
+    EventLog,
+    Outcome,
+    Signal,
+    Step,
+    init_store,
+)
 
 from ._content import (
     MAX_TEXT,
@@ -48,11 +57,14 @@ from ._content import (
     tool_failure,
 )
 from ._files import keep_dead_letter, locked_state, prune_states, state_dir, state_name
+from ._recall import Injection, for_prompt, for_session, output, warm
 
-__all__ = ["MAX_TEXT", "record_claude_code", "run_hook"]
+__all__ = ["MAX_TEXT", "handle_claude_code", "record_claude_code", "run_hook"]
 
 MAX_STARTED = 256
 """Tool calls remembered as started (PreToolUse without its PostToolUse yet) per session."""
+MAX_CONSTRAINT = 300
+"""Characters of a failed tool's constraint (action and error) kept."""
 LOCK_TIMEOUT_S = 2.0
 """Seconds a hook waits in all for the store's write lock (``EVOLOG_HOOK_LOCK_TIMEOUT``)."""
 _KNOWN = frozenset(
@@ -67,6 +79,8 @@ class _State(msgspec.Struct):
     steps: int = 0
     last_failed: bool = False
     started: dict[str, int] = {}
+    decided: list[str] = []
+    supported: list[str] = []
 
 
 def run_hook(agent_kind: str, store: str) -> int:
@@ -80,10 +94,15 @@ def run_hook(agent_kind: str, store: str) -> int:
         payload = msgspec.json.decode(raw)
         if not isinstance(payload, dict):
             raise ValueError(f"expected a JSON object; got {type(payload).__name__}")
-        record_claude_code(payload, store, policy)
+        _, context = handle_claude_code(payload, store, policy)
     except BaseException as exc:  # even Ctrl-C or SystemExit: keep the payload, exit 0
         with contextlib.suppress(BaseException):
             _dead_letter(store, raw, exc)
+        return 0
+    if context:
+        with contextlib.suppress(BaseException):
+            sys.stdout.buffer.write(output(str(payload.get("hook_event_name")), context))
+            sys.stdout.flush()
     return 0
 
 
@@ -115,30 +134,75 @@ def _say(line: str) -> None:
 
 def record_claude_code(payload: dict[str, Any], store: str, policy: str = "summary") -> list[int]:
     """Append the events for one hook payload; return their seqs."""
+    return handle_claude_code(payload, store, policy)[0]
+
+
+def handle_claude_code(
+    payload: dict[str, Any], store: str, policy: str = "summary"
+) -> tuple[list[int], str]:
+    """Append the events for one hook payload; return their seqs and the context to inject
+    (at ``SessionStart`` and ``UserPromptSubmit``; "" for none)."""
     deadline = time.monotonic() + _lock_timeout()
     event_name = str(payload.get("hook_event_name") or "")
     paths = init_store(store)
     if event_name not in _KNOWN:
-        return []
+        return [], ""
     session = str(payload.get("session_id") or "unknown")
     directory = state_dir(paths.root)
     if event_name in ("SessionStart", "SessionEnd"):
         prune_states(directory)
-    if event_name == "SessionStart":  # no attempt is involved: leave the state alone
-        events = _events_for(event_name, payload, session, _State(), policy)
-        return _append(paths.root, events, deadline)
-    with locked_state(os.path.join(directory, state_name(session)), _State) as held:
-        events = _events_for(event_name, payload, session, held.state, policy)
-        # The attempt is closed: the session's state has nothing left worth keeping.
-        held.remove = event_name in ("Stop", "SessionEnd")
-        return _append(paths.root, events, deadline)
+    # Reading (recall) takes no lock; the appends below open their own bounded writer.
+    with EventLog(paths.root) as reader:
+        if event_name == "SessionStart":  # no attempt is involved: leave the state alone
+            events = _events_for(event_name, payload, session, _State(), policy)
+            env = {"agent": "claude-code", "session": session}
+            got = for_session(reader, str(payload.get("cwd") or ""), env, _left(deadline) * 0.75)
+            events.extend([got.event] if got.event is not None else [])
+            return _append(paths.root, events, deadline), got.text
+        with locked_state(os.path.join(directory, state_name(session)), _State) as held:
+            events = _events_for(event_name, payload, session, held.state, policy)
+            got = Injection()
+            if event_name == "UserPromptSubmit":
+                events, got = _inject(reader, payload, held.state, events, deadline)
+            # The attempt is closed: the session's state has nothing left worth keeping.
+            held.remove = event_name in ("Stop", "SessionEnd")
+            seqs = _append(paths.root, events, deadline)
+        if event_name == "Stop":
+            warm(reader, _left(deadline))
+        return seqs, got.text
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.0)
+
+
+def _inject(
+    log: EventLog, payload: dict[str, Any], st: _State, events: list[Event], deadline: float
+) -> tuple[list[Event], Injection]:
+    """Recall for the prompt; the new attempt names what was injected."""
+    attempt = events[-1]
+    prompt = payload.get("prompt")
+    if not isinstance(attempt, Attempt) or not isinstance(prompt, str) or not prompt.strip():
+        return events, Injection()
+    env = {"agent": attempt.agent, "session": attempt.session}
+    got = for_prompt(log, prompt, attempt.action_id, env, _left(deadline) * 0.75)
+    if got.event is None:
+        return events, got
+    st.decided = list(got.decided)
+    st.supported = [i for i in got.supported if i not in st.decided]
+    attempt = msgspec.structs.replace(
+        attempt,
+        decided_by=st.decided,
+        supported_by=st.supported,
+        gene=st.decided[0] if st.decided else None,
+    )
+    return [*events[:-1], attempt, got.event], got
 
 
 def _append(root: str, events: list[Event], deadline: float) -> list[int]:
     if not events:
         return []
-    left = max(deadline - time.monotonic(), 0.0)
-    with EventLog(root, auto_seal="background", lock_timeout=left) as log:
+    with EventLog(root, auto_seal="background", lock_timeout=_left(deadline)) as log:
         return log.append_many(events)
 
 
@@ -179,6 +243,7 @@ def _open(st: _State, task: str | None, env: dict[str, Any]) -> Attempt:
     st.steps = 0
     st.last_failed = False
     st.action_id = f"cc-{env['session']}-{st.turn}-{time.time_ns() // 1000}"
+    st.decided, st.supported = [], []
     return Attempt(id=st.action_id, action_id=st.action_id, task=task, **env)
 
 
@@ -187,6 +252,10 @@ def _close(st: _State, status: str, note: str, env: dict[str, Any]) -> list[Even
         return []
     action_id, st.action_id = st.action_id, None
     score = {"success": 0.6, "failed": 0.2}.get(status)
+    # The items injected for this attempt are credited: +1 task done, -1 task failed.
+    decided, supported = st.decided, st.supported
+    delta = {"success": 1.0, "failed": -1.0}.get(status) if decided or supported else None
+    st.decided, st.supported = [], []
     return [
         Outcome(
             id=f"{action_id}-outcome",
@@ -194,6 +263,10 @@ def _close(st: _State, status: str, note: str, env: dict[str, Any]) -> list[Even
             status=status,
             score=score,
             note=note,
+            decided_by=decided,
+            supported_by=supported,
+            gene=decided[0] if decided else None,
+            delta=delta,
             **env,
         )
     ]
@@ -231,6 +304,17 @@ def _tool_events(
     if error is not None:
         signals = ["log_error", f"tool_error:{tool}", f"errsig:{error}"]
         out.append(Signal(signals=signals, **env))
+        # A strategy the agent was told to follow just failed a tool: remember not to.
+        out.extend(
+            Constraint(
+                node=node,
+                trace=st.action_id or "",
+                description=f"{action} failed: {error}"[:MAX_CONSTRAINT],
+                failure_class="tool_error",
+                **env,
+            )
+            for node in st.decided
+        )
     return out
 
 

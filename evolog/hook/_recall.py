@@ -1,0 +1,197 @@
+"""What the Claude Code hook injects, and the settings that install it.
+
+``SessionStart`` injects the backbone and the project's notes (the branch named after the
+session's working directory), ``UserPromptSubmit`` what :func:`evolog._recall.recall` finds
+for the prompt; both within the budgets of the store's ``memory.json``. The items injected
+for a prompt become the attempt's ``supported_by`` (and, for the best strategy among them,
+``decided_by`` and ``gene``), so the outcome at ``Stop`` credits them.
+
+Injection may never break or stall the agent: the work runs under a wall-clock bound
+(:func:`bounded`), and any failure or overrun means "no context" (the payload is still
+recorded). ``Stop`` refreshes the item index and the ledger's graveyard after appending
+the outcome, so the next prompt's recall reads only the few events appended since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any, Final
+
+import msgspec
+
+from evolog.eventlog import EventLog, Recall
+
+__all__ = [
+    "Injection",
+    "bounded",
+    "for_prompt",
+    "for_session",
+    "output",
+    "settings",
+    "settings_text",
+    "warm",
+]
+
+HOOK_EVENTS: Final = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SessionEnd",
+)
+_TOOL_EVENTS: Final = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+
+
+class Injection(msgspec.Struct, frozen=True):
+    """The context to print, the ``recall`` event that records it, and the provenance."""
+
+    text: str = ""
+    event: Recall | None = None
+    decided: list[str] = []
+    supported: list[str] = []
+
+
+class _Overrun(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def bounded(seconds: float) -> Iterator[None]:
+    """Raise inside the block once ``seconds`` have passed (main thread only; elsewhere
+    the block runs unbounded). Only read-only work may run under it."""
+    if seconds <= 0:
+        raise _Overrun("no time left")
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _alarm(signum: int, frame: object) -> None:
+        raise _Overrun(f"injection took longer than {seconds:.2f} s")
+
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _index(log: EventLog) -> Any:
+    from evolog.projections.memory import ItemIndex
+
+    return ItemIndex(log.paths)
+
+
+def for_prompt(
+    log: EventLog, prompt: str, action_id: str, env: dict[str, Any], seconds: float
+) -> Injection:
+    """Recall for a prompt (nothing on any problem); the event is left to the caller."""
+    from evolog._recall import digest, recall
+    from evolog.projections.memory import STRATEGY, load_config
+
+    try:
+        with bounded(seconds):
+            cfg = load_config(log.path)
+            result = recall(
+                log,
+                _index(log),
+                prompt,
+                budget_chars=cfg.prompt_budget_chars,
+                record=False,
+                config=cfg,
+            )
+    except Exception:
+        return Injection()
+    if not result.text:
+        return Injection()
+    ids = [i.id for i in result.items]
+    decided = [i.id for i in result.items if i.kind == STRATEGY][:1]
+    event = Recall(
+        digest=digest(prompt),
+        items=ids,
+        scores=[i.score for i in result.items],
+        action_id=action_id,
+        chars=len(result.text),
+        budget=result.budget,
+        **env,
+    )
+    return Injection(result.text, event, decided, ids)
+
+
+def for_session(log: EventLog, cwd: str, env: dict[str, Any], seconds: float) -> Injection:
+    """The backbone and the project's notes at a session's start."""
+    from evolog._recall import digest, session_items
+    from evolog.advice.recall import render
+    from evolog.projections.memory import load_config
+
+    try:
+        with bounded(seconds):
+            cfg = load_config(log.path)
+            index = _index(log)
+            project = os.path.basename(os.path.normpath(cwd)) if cwd else ""
+            with log.snapshot() as snap:
+                ids = session_items(index, snap, log, [project] if project else [])
+                fold = index.fold
+                dead = index.dead_entries(log, snap) if ids else frozenset()
+            items = [fold.state.items[i] for i in ids if i not in dead]
+            text, kept = render(items, cfg.session_budget_chars)
+    except Exception:
+        return Injection()
+    if not text:
+        return Injection()
+    ids = [i.id for i in items[:kept]]
+    event = Recall(
+        digest=digest(f"session:{project}"),
+        items=ids,
+        scores=[1.0] * len(ids),
+        chars=len(text),
+        budget=cfg.session_budget_chars,
+        **env,
+    )
+    return Injection(text, event, [], ids)
+
+
+def warm(log: EventLog, seconds: float) -> None:
+    """Bring the item index and its graveyard to the head and keep them (after ``Stop``)."""
+    with contextlib.suppress(Exception), bounded(seconds):
+        index = _index(log)
+        with log.snapshot() as snap:
+            fold = index.refresh(snap, log)
+            if fold.state.items:
+                index.dead_entries(log, snap)
+            index.save(snap)
+
+
+def output(event_name: str, text: str) -> bytes:
+    """Claude Code's hook output carrying ``text`` as additional context."""
+    body = {"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}}
+    return msgspec.json.encode(body) + b"\n"
+
+
+def settings_text(command: str = "evolog hook claude-code", store: str = "~/.evolog") -> str:
+    """:func:`settings` as the README shows it: one line per hook event."""
+    import json
+
+    hooks = settings(command, store)["hooks"]
+    lines = [
+        f"    {json.dumps(name) + ':':<22}{json.dumps(value)}" for name, value in hooks.items()
+    ]
+    return '{\n  "hooks": {\n' + ",\n".join(lines) + "\n  }\n}"
+
+
+def settings(command: str = "evolog hook claude-code", store: str = "~/.evolog") -> dict[str, Any]:
+    """The ``~/.claude/settings.json`` hooks block that installs recording and recall."""
+    hooks: dict[str, Any] = {}
+    for name in HOOK_EVENTS:
+        entry: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": f"EVOLOG_STORE={store} {command}"}]
+        }
+        hooks[name] = [{"matcher": "*", **entry} if name in _TOOL_EVENTS else entry]
+    return {"hooks": hooks}

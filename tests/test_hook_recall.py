@@ -1,0 +1,171 @@
+"""The Claude Code loop: the hook injects recalled memory and credits what it injected."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evolog.eventlog import Attempt, ChildStep, Constraint, EventLog, Node, Outcome, Recall
+
+from evolog import Memory
+from evolog.hook._hooks import handle_claude_code
+from evolog.hook._recall import bounded, settings, settings_text
+
+
+def hook(store: Path, payload: Any, *args: str, env: dict[str, str] | None = None) -> Any:
+    result = subprocess.run(
+        [sys.executable, "-m", "evolog", "--store", str(store), "hook", "claude-code", *args],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
+
+
+def events(store: Path) -> list[Any]:
+    with EventLog(store) as log:
+        return list(log.replay())
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    root = tmp_path / "store"
+    with Memory(root) as mem:
+        mem.remember("backbone", "The user prefers short answers and uses uv for Python.")
+        mem.remember("myproj", "The test suite of myproj runs with make check, not pytest.")
+        mem.remember("deploy", "Deploy the web service with the blue green script.")
+        mem.append_many(
+            [
+                Node(
+                    cycle="c1",
+                    node="n-deploy",
+                    goal="deploy the web service to production",
+                    summary="blue green switch",
+                    confidence=0.8,
+                ),
+                ChildStep(cycle="c1", node="n-deploy", index=0, action="run ./bluegreen.sh"),
+                ChildStep(cycle="c1", node="n-deploy", index=1, action="curl /health"),
+            ]
+        )
+    return root
+
+
+def test_session_start_injects_backbone_and_project_notes(store: Path) -> None:
+    code, out, err = hook(
+        store,
+        {
+            "hook_event_name": "SessionStart",
+            "session_id": "s1",
+            "cwd": "/home/me/myproj",
+            "source": "startup",
+        },
+    )
+    assert code == 0 and err == ""
+    body = json.loads(out)["hookSpecificOutput"]
+    assert body["hookEventName"] == "SessionStart"
+    ctx = body["additionalContext"]
+    assert "uses uv for Python" in ctx and "make check" in ctx and "blue green" not in ctx
+    rec = [e for e in events(store) if isinstance(e, Recall)]
+    assert len(rec) == 1 and len(rec[0].items) == 2 and rec[0].chars == len(ctx)
+
+
+def test_prompt_injection_attribution_and_credit(store: Path) -> None:
+    payload = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "s2",
+        "prompt": "deploy the web service to production please",
+    }
+    code, out, _ = hook(store, payload)
+    ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert "Strategy [n-deploy]" in ctx and "1) run ./bluegreen.sh 2) curl /health" in ctx
+    attempt = next(e for e in events(store) if isinstance(e, Attempt))
+    recall = next(e for e in events(store) if isinstance(e, Recall))
+    assert attempt.decided_by == ["n-deploy"] and attempt.gene == "n-deploy"
+    assert set(recall.items) == {"n-deploy", *attempt.supported_by}
+    assert recall.action_id == attempt.action_id
+    # A failed tool becomes a constraint of the strategy that was followed.
+    code, out, _ = hook(
+        store,
+        {
+            "hook_event_name": "PostToolUseFailure",
+            "session_id": "s2",
+            "tool_name": "Bash",
+            "tool_input": {"command": "./bluegreen.sh"},
+            "error": "permission denied",
+        },
+    )
+    assert code == 0 and out == ""
+    constraint = next(e for e in events(store) if isinstance(e, Constraint))
+    assert constraint.node == "n-deploy" and "permission denied" in constraint.description
+    assert hook(store, {"hook_event_name": "Stop", "session_id": "s2"})[0] == 0
+    outcome = next(e for e in events(store) if isinstance(e, Outcome))
+    assert outcome.status == "failed" and outcome.delta == -1.0
+    assert outcome.decided_by == ["n-deploy"] and outcome.supported_by == attempt.supported_by
+    with Memory(store) as mem:
+        entry = mem.ledger().entry("n-deploy")
+        assert entry is not None and entry.energy < 1.0  # credited (negatively)
+        again = mem.recall("deploy the web service to production", record=False)
+        assert "Do not: Bash ./bluegreen.sh failed: permission denied" in again.text
+
+
+def test_unrelated_prompt_injects_nothing(store: Path) -> None:
+    code, out, _ = hook(
+        store,
+        {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "s3",
+            "prompt": "write a birthday card message for my aunt",
+        },
+    )
+    assert (code, out) == (0, "")
+    attempt = next(e for e in events(store) if isinstance(e, Attempt))
+    assert attempt.supported_by == [] and attempt.decided_by == []
+    assert not any(isinstance(e, Recall) for e in events(store))
+
+
+def test_a_broken_config_or_no_time_means_no_context_but_the_attempt_is_kept(store: Path) -> None:
+    (store / "memory.json").write_text('{"injection": {"budget_chars": "lots"}}')
+    prompt = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "s4",
+        "prompt": "deploy the web service to production",
+    }
+    assert hook(store, prompt) == (0, "", "")
+    (store / "memory.json").unlink()
+    assert hook(store, {**prompt, "session_id": "s5"}, env={"EVOLOG_HOOK_LOCK_TIMEOUT": "0"})[
+        :2
+    ] == (0, "")
+    attempts = [e for e in events(store) if isinstance(e, Attempt)]
+    assert len(attempts) == 2 and all(a.supported_by == [] for a in attempts)
+
+
+def test_bounded_interrupts_work_that_overruns() -> None:
+    import time
+
+    with pytest.raises(Exception, match="longer than"), bounded(0.05):
+        time.sleep(1)
+
+
+def test_in_process_handler_returns_the_context(store: Path) -> None:
+    seqs, ctx = handle_claude_code(
+        {
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "s6",
+            "prompt": "deploy the web service",
+        },
+        str(store),
+    )
+    assert len(seqs) == 2 and "n-deploy" in ctx
+
+
+def test_print_settings_matches_the_readme() -> None:
+    code, out, _ = hook(Path("/nonexistent-store"), {}, "--print-settings")
+    assert code == 0 and json.loads(out) == settings() and out.strip() == settings_text()
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert out.strip() in readme
