@@ -169,3 +169,25 @@ def test_print_settings_matches_the_readme() -> None:
     assert code == 0 and json.loads(out) == settings() and out.strip() == settings_text()
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert out.strip() in readme
+
+
+def test_a_warm_prompt_injects_without_pyarrow_duckdb_or_numpy(store: Path) -> None:
+    """After a turn's Stop, the next prompt reads the index checkpoint and the WAL tail."""
+    for payload in (
+        {"hook_event_name": "UserPromptSubmit", "prompt": "deploy the web service"},
+        {"hook_event_name": "Stop"},
+    ):
+        assert hook(store, {"session_id": "w", **payload})[0] == 0
+    code = (
+        "import sys, io; sys.argv=['evolog','--store',sys.argv[1],'hook','claude-code'];"
+        'sys.stdin=io.TextIOWrapper(io.BytesIO(b\'{"session_id":"w","hook_event_name":'
+        '"UserPromptSubmit","prompt":"deploy the web service to production"}\'));'
+        "from evolog.cli._main import main; main();"
+        "bad=[m for m in sys.modules if m.split('.')[0] in "
+        "('pyarrow','duckdb','usearch','anthropic','numpy')]; print(bad, file=sys.stderr)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(store)], capture_output=True, text=True, check=True
+    )
+    assert "n-deploy" in out.stdout
+    assert out.stderr.strip() == "[]"
