@@ -179,8 +179,7 @@ def compress(
         log.append(Retraction(targets=[it.events[0]], reason=f"undo {it.reason or 'merge'}", **env))
         return CompressResult(undone=undo, restored=list(it.sources))
     notes = [
-        msgspec.structs.replace(n, **{**env, "id": new_id()})
-        for n in archive_notes(fold, cfg)
+        msgspec.structs.replace(n, **{**env, "id": new_id()}) for n in archive_notes(fold, cfg)
     ]
     if notes:
         log.append_many(notes)
