@@ -23,7 +23,7 @@ from ._edges import FORMATS, StatTable
 from ._keysearch import KeyCatalog
 from ._state import AdviceState, AttemptInfo
 
-FORMAT = 1
+FORMAT = 2  # 2: ``forgot`` (see AdviceState)
 STATE_FILE = "state.msgpack"
 INDEX_FILE = "keys.usearch"
 
@@ -77,6 +77,7 @@ def save_state(paths: Paths, state: AdviceState, signature: Signature) -> None:
         "genes": state.genes,
         "edges": _arrays(state.edges, len(catalog.keys)),
         "gene_stats": _arrays(state.gene_stats, 1),
+        "forgot": state.forgot,
         "open": [
             [getattr(a, f) for f in AttemptInfo.__struct_fields__] for a in state.open.values()
         ],
@@ -131,6 +132,7 @@ def _state_from(blob: dict[str, Any], directory: str) -> AdviceState:
     state.edges = _table(blob["edges"])
     state.gene_stats = _table(blob["gene_stats"])
     state.open = {a[0]: AttemptInfo(*a) for a in blob["open"]}
+    state.forgot = bool(blob["forgot"])
     aux = blob["aux"]
     if not isinstance(aux, bytes):
         raise TypeError("cached state: expected the closed attempts and window as bytes")

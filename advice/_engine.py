@@ -9,18 +9,18 @@ folds a private state from the start (slow, never cached).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
-from evolog.eventlog import EventLog, InvalidEventError, parse_ts
+from evolog.eventlog import EventLog, InvalidEventError, Snapshot, parse_ts
 from evolog.eventlog.schema._signalkey import js_truthy
 
 from ._cache import Signature, load_dead, load_state, log_signature, save_dead, save_state
 from ._errors import InvalidInputError
 from ._evolog_policy import EvologParams, evolog_decide, gene_ids_of
-from ._reader import read_rows
-from ._state import AdviceState
+from ._reader import AttemptFinder, read_rows
+from ._state import AdviceState, Row
 from .evolver._export import iso_ms
 from .evolver._policy import evolver_advice
 
@@ -116,9 +116,7 @@ class AdviceEngine:
             return state
         private = AdviceState()
         with self.log.snapshot() as snap:
-            head, rows = read_rows(snap, 0, as_of)
-            for row in rows:
-                private.apply(row)
+            head = _fold(private, snap, read_rows(snap, 0, as_of))
         private.head = max(private.head, head)
         return private
 
@@ -139,12 +137,11 @@ class AdviceEngine:
             return state
         first = self._state is None
         with self.log.snapshot() as snap:
-            head, rows = read_rows(snap, state.head)
-            if head < state.head:  # the store was replaced under the cache
+            read = read_rows(snap, state.head)
+            if read[0] < state.head:  # the store was replaced under the cache
                 state = AdviceState()
-                head, rows = read_rows(snap, 0)
-            for row in rows:
-                state.apply(row)
+                read = read_rows(snap, 0)
+            head = _fold(state, snap, read)
             state.head = max(state.head, head)
         self._state, self._signature = state, signature
         if self.use_cache and (state.applied >= SAVE_AFTER_EVENTS or (first and state.head)):
@@ -224,6 +221,18 @@ class AdviceEngine:
             candidate_keys=d.candidate_keys,
             warnings=tuple(warnings),
         )
+
+
+def _fold(state: AdviceState, snap: Snapshot, read: tuple[int, Iterator[Row]]) -> int:
+    """Fold the rows of ``read`` (from :func:`read_rows` on ``snap``) into ``state``; its head."""
+    head, rows = read
+    state.find_attempt = AttemptFinder(snap, head)
+    try:
+        for row in rows:
+            state.apply(row)
+    finally:
+        state.find_attempt = None  # holds the snapshot
+    return head
 
 
 def _deaths(log: EventLog, as_of: int | None) -> dict[str, str]:

@@ -9,6 +9,7 @@ segment are pushed out of the window by those).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -136,3 +137,26 @@ def _rows(snap: Snapshot, after: int, head: int, events: Sequence[Event]) -> Ite
     for event in events:
         if kind_of(event) in kinds:
             yield row_of(event)
+
+
+class AttemptFinder:
+    """The newest attempt with an action id before a seq, from the whole log.
+
+    The slow path of an outcome whose attempt the fold no longer holds (closed, then pushed
+    out of the recent closed attempts): the log is read once, on the first such outcome of
+    a fold, and indexed by action id.
+    """
+
+    def __init__(self, snap: Snapshot, head: int) -> None:
+        self._snap, self._head = snap, head
+        self._index: dict[str, list[Row]] | None = None
+
+    def __call__(self, action_id: str, before: int) -> Row | None:
+        if self._index is None:
+            self._index = {}
+            for row in read_rows(self._snap, 0, self._head)[1]:
+                if row.kind == "attempt" and row.action_id:
+                    self._index.setdefault(row.action_id, []).append(row)
+        found = self._index.get(action_id, [])
+        i = bisect.bisect_left([r.seq for r in found], before)
+        return found[i - 1] if i else None

@@ -11,8 +11,11 @@
 What an outcome counts for (the same rule as :mod:`projections`): its key is its own ``key``,
 else its attempt's, else ``(none)``; its gene is its own ``gene``, else its attempt's, else
 it counts for nothing (evolver skips it too). Its attempt is the newest earlier attempt with
-the same action id. ``success`` counts a success, ``failed`` a failure, any other status only
-an outcome.
+the same action id, however old: one closed long ago (no longer among the recent closed
+attempts) is looked up in the log (:class:`evolog.advice._reader.AttemptFinder`).
+``success`` counts a success, ``failed`` a failure, any other status only an outcome. Why
+this fold exists beside the projections' edges, and which is the reference: see
+:mod:`evolog.projections.edges`.
 """
 
 from __future__ import annotations
@@ -152,6 +155,11 @@ class AdviceState:
         # needed: the evolog policy never reads them, and decoding them is most of a load.
         self._lazy: Callable[[], tuple[list[Any], list[Any]]] | None = None
         self.applied = 0  # events folded since this object was built or loaded
+        # Whether a closed attempt was ever pushed out of ``closed``: only then can an
+        # outcome's attempt be missing from the state though the log has it.
+        self.forgot = False
+        # Set by the engine while it folds: finds such an attempt in the log.
+        self.find_attempt: Callable[[str, int], Row | None] | None = None
 
     def defer(self, load: Callable[[], tuple[list[Any], list[Any]]]) -> None:
         """Fill ``closed`` and ``window`` from ``load()`` (raw rows) on first use."""
@@ -228,15 +236,19 @@ class AdviceState:
         elif closed is not None:
             attempt = closed  # a second outcome for the same attempt (evolver double counts)
         if attempt is not None:
-            # Only what the outcome lacks comes from its attempt: an outcome with a key keeps
-            # its own signals (evolver's outcome lines always carry both).
-            if not key:
-                key, signals = attempt.key, signals or attempt.signals
-            gene = gene or attempt.gene
+            key, signals, gene = _completed(key, signals, gene, attempt)
             self.closed[aid] = attempt
             self.closed.move_to_end(aid)
             while len(self.closed) > RECENT_CLOSED:
                 self.closed.popitem(last=False)
+                self.forgot = True
+        elif aid and self.forgot and not (key and gene) and self.find_attempt is not None:
+            # A late outcome of an attempt closed long ago: the rule does not age, so the
+            # log is asked (projections resolve it there too).
+            found = self.find_attempt(aid, row.seq)
+            if found is not None:
+                old = Closed(row.seq, found.key, found.gene, found.signals or [])
+                key, signals, gene = _completed(key, signals, gene, old)
         if gene:
             kid = self.catalog.add(key or NONE_KEY)
             gid = self.gene_id(gene)
@@ -257,3 +269,13 @@ class AdviceState:
                 break  # everything before the newest built object is built too
             objects[i] = window_object(window[i])
         return list(objects)  # type: ignore[arg-type]
+
+
+def _completed(
+    key: str, signals: list[str] | None, gene: str | None, attempt: Closed
+) -> tuple[str, list[str] | None, str | None]:
+    """An outcome's key, signals and gene, what it lacks taken from its attempt. An outcome
+    with a key keeps its own signals (evolver's outcome lines always carry both)."""
+    if not key:
+        key, signals = attempt.key, signals or attempt.signals
+    return key, signals, gene or attempt.gene

@@ -16,9 +16,12 @@ Public strategies:
 - :func:`events_of` (one kind), :func:`any_event` (every kind), :func:`event_lists`
   (unique ids) and :func:`event_batches` (lists of such lists, ids unique across all);
 - :func:`darwin_streams`: survival-ledger call streams (births with probation and pins,
-  decisions, late or repeated settlements, catch-up ticks, pin/unpin/forget).
+  decisions, late or repeated settlements, catch-up ticks, pin/unpin/forget);
 - :func:`memory_ops`: memory-item operation streams (remember, recall, feedback, outcomes,
-  constraints, compress and undo, seal).
+  constraints, compress and undo, seal);
+- :func:`outcome_streams`: logs of attempts and outcomes for the edge statistics (outcomes
+  with and without their own key and gene, late and repeated outcomes, equal, out-of-order
+  and far times, hypotheses, signals, retractions), with seal points.
 
 ``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
 seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
@@ -39,9 +42,12 @@ from evolog.eventlog import (
     TS_MAX,
     Attempt,
     Event,
+    Hypothesis,
     Mutation,
     Outcome,
     Personality,
+    Retraction,
+    Signal,
     Step,
 )
 from hypothesis import strategies as st
@@ -330,3 +336,79 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
         else:
             ops.append((op,))
     return ops
+
+
+EDGE_T0 = 1_767_225_600_000_000  # 2026-01-01, µs
+_DAY_US = 86_400_000_000
+
+
+@st.composite
+def outcome_streams(draw: st.DrawFn, max_size: int = 40) -> tuple[list[Event], set[int], set[int]]:
+    """``(events, seal_after, fold_after)``: a log for the edge rule, and the indexes after
+    which to seal and to fold (refresh) it.
+
+    Times share a unit (1 µs to 11 days, so a stream spans up to hundreds of half-lives),
+    fall on a few values often (equal times), come in any order, and sometimes sit at the
+    ends of the log's range (1970, year 9999). Outcomes may carry key and gene, only one,
+    or neither (then their attempt's count, or nothing); their action ids repeat, so late,
+    repeated and attempt-less outcomes occur; statuses are all the log accepts, including
+    none with a delta. Hypotheses carry keys and genes of their own (the rule ignores
+    them); retractions target outcomes and attempts by id.
+    """
+    unit = draw(st.sampled_from([1, 37_000_000, _DAY_US // 3, 11 * _DAY_US]))
+    ts = st.one_of(
+        st.integers(-400, 400).map(lambda k: EDGE_T0 + k * unit),
+        st.integers(0, 2).map(lambda k: EDGE_T0 + k * unit),
+        st.sampled_from([1, TS_MAX]),
+    )
+    key = st.sampled_from(["", "", "k1", "k2"])
+    signals = st.sampled_from([[], [], ["a"], ["a", "b"]])  # append derives the key
+    gene = st.sampled_from([None, "", "g1", "g2", "g3"])
+    action = st.sampled_from(["a1", "a2", "a3", "a4", "a5"])
+    status = st.sampled_from(sorted(STATUSES))
+    events: list[Event] = []
+    for n in range(draw(st.integers(1, max_size))):
+        eid = f"e{n}"
+        what = draw(st.sampled_from(["attempt"] * 3 + ["outcome"] * 5 + ["other"] * 2))
+        if what == "attempt":
+            event: Event = Attempt(
+                id=eid,
+                ts=draw(ts),
+                action_id=draw(action),
+                key=draw(key),
+                signals=draw(signals),
+                gene=draw(gene),
+                hypothesis_id=draw(st.sampled_from(["h1", None])),
+            )
+        elif what == "outcome":
+            bare = draw(st.booleans())
+            measured = draw(st.integers(0, 5)) == 0
+            event = Outcome(
+                id=eid,
+                ts=draw(ts),
+                action_id=draw(st.sampled_from(["", "a1", "a2", "a3", "a4", "a5"])),
+                status="" if measured else draw(status),
+                delta=1.0 if measured else None,
+                key="" if bare else draw(key),
+                signals=[] if bare else draw(signals),
+                gene=None if bare else draw(gene),
+                hypothesis_id=draw(st.sampled_from(["h1", None])),
+            )
+            if not (event.action_id or event.key or event.signals or event.gene):
+                event = msgspec.structs.replace(event, action_id="a1")
+        else:
+            other = draw(st.sampled_from(["hypothesis", "signal", "retraction"]))
+            if other == "hypothesis":
+                event = Hypothesis(
+                    id=eid, ts=draw(ts), hypothesis_id="h1", key=draw(key), gene=draw(gene)
+                )
+            elif other == "signal":
+                event = Signal(id=eid, ts=draw(ts), key=draw(key), signals=draw(signals))
+            else:
+                targets = [
+                    f"e{i}" for i in draw(st.sets(st.integers(0, max(0, n - 1)), max_size=2))
+                ]
+                event = Retraction(id=eid, ts=draw(ts), targets=targets)
+        events.append(event)
+    indexes = st.integers(0, len(events) - 1)
+    return events, draw(st.sets(indexes, max_size=5)), draw(st.sets(indexes, max_size=5))
