@@ -12,6 +12,9 @@ bit. ``h`` is a half-life in µs.
 A :class:`StatTable` is an immutable *base* of columns (sorted by owner then gene, as loaded
 from the cache) plus a dict *overlay* of the statistics changed since; lookups check the
 overlay first, and :meth:`StatTable.columns` merges both for saving.
+
+These are the projections' ``per_event`` edges and gene priors, folded again for the cold
+path; which is the reference, and the test that keeps them equal: :mod:`evolog.projections.edges`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Edge state: exact aggregates of outcome events, built in full or incrementally.
 
-What an outcome counts for (decided here; the package docstring repeats it):
+What an outcome counts for (decided here; advice folds the same rule, see the package
+docstring):
 
 * its signal key is ``outcome.key``; if empty, the key of its attempt; if that is empty too,
   ``"(none)"`` (evolver's name for "no key");
