@@ -20,10 +20,11 @@ import msgspec
 from evolog.eventlog import Paths
 
 from ._edges import FORMATS, StatTable
+from ._forgotten import ForgottenIds
 from ._keysearch import KeyCatalog
 from ._state import AdviceState, AttemptInfo
 
-FORMAT = 2  # 2: ``forgot`` (see AdviceState)
+FORMAT = 2  # 2: ``forgotten`` (see AdviceState)
 STATE_FILE = "state.msgpack"
 INDEX_FILE = "keys.usearch"
 
@@ -77,7 +78,7 @@ def save_state(paths: Paths, state: AdviceState, signature: Signature) -> None:
         "genes": state.genes,
         "edges": _arrays(state.edges, len(catalog.keys)),
         "gene_stats": _arrays(state.gene_stats, 1),
-        "forgot": state.forgot,
+        "forgotten": state.forgotten.to_bytes(),
         "open": [
             [getattr(a, f) for f in AttemptInfo.__struct_fields__] for a in state.open.values()
         ],
@@ -132,7 +133,7 @@ def _state_from(blob: dict[str, Any], directory: str) -> AdviceState:
     state.edges = _table(blob["edges"])
     state.gene_stats = _table(blob["gene_stats"])
     state.open = {a[0]: AttemptInfo(*a) for a in blob["open"]}
-    state.forgot = bool(blob["forgot"])
+    state.forgotten = ForgottenIds(blob["forgotten"])
     aux = blob["aux"]
     if not isinstance(aux, bytes):
         raise TypeError("cached state: expected the closed attempts and window as bytes")

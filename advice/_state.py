@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ._edges import StatTable
+from ._forgotten import ForgottenIds
 from ._keysearch import KeyCatalog
 from .evolver._export import EVENT_TYPE, EVOLVER_KINDS, NONE_KEY, apply_patch, iso_ms
 
@@ -155,9 +156,9 @@ class AdviceState:
         # needed: the evolog policy never reads them, and decoding them is most of a load.
         self._lazy: Callable[[], tuple[list[Any], list[Any]]] | None = None
         self.applied = 0  # events folded since this object was built or loaded
-        # Whether a closed attempt was ever pushed out of ``closed``: only then can an
-        # outcome's attempt be missing from the state though the log has it.
-        self.forgot = False
+        # Action ids of closed attempts pushed out of ``closed`` (only theirs can be missing
+        # from the state though the log has them).
+        self.forgotten = ForgottenIds()
         # Set by the engine while it folds: finds such an attempt in the log.
         self.find_attempt: Callable[[str, int], Row | None] | None = None
 
@@ -240,9 +241,8 @@ class AdviceState:
             self.closed[aid] = attempt
             self.closed.move_to_end(aid)
             while len(self.closed) > RECENT_CLOSED:
-                self.closed.popitem(last=False)
-                self.forgot = True
-        elif aid and self.forgot and not (key and gene) and self.find_attempt is not None:
+                self.forgotten.add(self.closed.popitem(last=False)[0])
+        elif aid and not (key and gene) and aid in self.forgotten and self.find_attempt:
             # A late outcome of an attempt closed long ago: the rule does not age, so the
             # log is asked (projections resolve it there too).
             found = self.find_attempt(aid, row.seq)

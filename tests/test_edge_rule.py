@@ -25,6 +25,7 @@ from unittest import mock
 
 import evolog.advice._state as advice_state
 from evolog.advice import AdviceEngine
+from evolog.advice._reader import AttemptFinder
 from evolog.eventlog import TS_MAX, Attempt, Event, EventLog, Outcome
 from evolog.projections._api import Projections
 from evolog.projections.edges._eval import EdgeParams
@@ -157,8 +158,29 @@ def test_late_outcome_of_a_long_closed_attempt_counts_for_its_edge(tmp_path: Any
     with EventLog(tmp_path / "s", create=True, durability="none", auto_seal="off") as log:
         log.append_many(events[: len(events) // 2])
         log.seal()
-        log.append_many(events[len(events) // 2 :])
-        advice = AdviceEngine(log, use_cache=False)
-        edges, _ = _advice(advice, now)
-        assert edges[("k", "g")][:3] == (2, 0, 2)
-        _compare(log, now, advice, Projections(log, cache=False))
+        log.append_many(events[len(events) // 2 : -1])
+        AdviceEngine(log).save()  # the late outcome comes after a saved state
+        log.append(events[-1])
+        for advice in (AdviceEngine(log, use_cache=False), AdviceEngine(log)):
+            edges, _ = _advice(advice, now)
+            assert edges[("k", "g")][:3] == (2, 0, 2)
+            _compare(log, now, advice, Projections(log, cache=False))
+
+
+def test_outcomes_without_an_attempt_never_scan_the_log(tmp_path: Any) -> None:
+    """Only an action id whose attempt the state let go can send a fold to the log."""
+    events: list[Event] = []
+    for i in range(3):
+        events.append(Attempt(id=f"a{i}", ts=EDGE_T0 + i, action_id=f"a{i}", gene="g"))
+        events.append(Outcome(id=f"o{i}", ts=EDGE_T0 + i, action_id=f"a{i}", status="success"))
+    events += [Outcome(id=f"m{i}", ts=EDGE_T0, action_id=f"m{i}", delta=1.0) for i in range(5)]
+    events.append(Outcome(id="late", ts=EDGE_T0 + 9, action_id="a0", status="failed"))
+    with (
+        EventLog(tmp_path / "s", create=True, durability="none") as log,
+        mock.patch.object(advice_state, "RECENT_CLOSED", 1),
+        mock.patch.object(AttemptFinder, "__call__", autospec=True) as finder,
+    ):
+        finder.return_value = None
+        log.append_many(events)
+        AdviceEngine(log, use_cache=False).state()
+    assert [call.args[1:] for call in finder.call_args_list] == [("a0", len(events))]
