@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import msgspec
+from evolog.eventlog import TS_MAX
 
 from ._edges import StatTable
 from ._forgotten import ForgottenIds
@@ -253,8 +254,11 @@ class AdviceState:
             kid = self.catalog.add(key or NONE_KEY)
             gid = self.gene_id(gene)
             status = row.status or ""
-            self.edges.for_update(kid, gid).add(row.ts, status, row.seq, self.edge_half_life_us)
-            self.gene_stats.for_update(0, gid).add(row.ts, status, row.seq, self.gene_half_life_us)
+            # A time outside what the log accepts (an older log's) counts as the nearest
+            # accepted one, as in the projections.
+            ts = min(max(row.ts, 0), TS_MAX)
+            self.edges.for_update(kid, gid).add(ts, status, row.seq, self.edge_half_life_us)
+            self.gene_stats.for_update(0, gid).add(ts, status, row.seq, self.gene_half_life_us)
         return key, signals, gene
 
     def window_objects(self) -> list[dict[str, Any]]:

@@ -24,6 +24,8 @@ from typing import Any
 from unittest import mock
 
 import evolog.advice._state as advice_state
+import evolog.eventlog.wal._prepare as prepare
+import pytest
 from evolog.advice import AdviceEngine
 from evolog.advice._reader import AttemptFinder
 from evolog.eventlog import TS_MAX, Attempt, Event, EventLog, Outcome
@@ -184,3 +186,27 @@ def test_outcomes_without_an_attempt_never_scan_the_log(tmp_path: Any) -> None:
         log.append_many(events)
         AdviceEngine(log, use_cache=False).state()
     assert [call.args[1:] for call in finder.call_args_list] == [("a0", len(events))]
+
+
+@pytest.mark.parametrize("far", [TS_MAX + 5, 2**63 - 1, -1, -(2**63) + 1])
+def test_times_outside_the_log_range_count_as_the_nearest_one(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, far: int
+) -> None:
+    """Regression: an older log can hold a time the log now refuses; the projections count
+    such an outcome as of the nearest accepted time, advice counted it at the raw time (its
+    first and newest times, and the decay origin, differed)."""
+    monkeypatch.setattr(prepare, "_envelope_ok", lambda event: True)
+    monkeypatch.setattr(prepare, "_check_envelope", lambda event, where: None)
+    now = EDGE_T0 + 5
+    with EventLog(tmp_path / "s", create=True, durability="none", auto_seal="off") as log:
+        log.append_many(
+            [
+                Attempt(action_id="a1", key="k", gene="g", ts=EDGE_T0 + 1),
+                Outcome(action_id="a1", key="k", gene="g", status="success", ts=far),
+                Attempt(action_id="a2", key="k", gene="g", ts=far),
+                Outcome(action_id="a2", status="failed", ts=EDGE_T0 + 3),
+            ]
+        )
+        _compare(log, now, AdviceEngine(log, use_cache=False), Projections(log, cache=False))
+        log.seal()
+        _compare(log, now, AdviceEngine(log, use_cache=False), Projections(log, cache=False))
