@@ -8,12 +8,13 @@
 * the last :data:`WINDOW` events of evolver kinds, as evolver would have had them as lines —
   the ``evolver`` policy's input.
 
-What an outcome counts for (the same rule as :mod:`projections`): its key is its own ``key``,
+What an outcome counts for (the rule of :mod:`evolog.projections.edges`): its key is its own ``key``,
 else its attempt's, else ``(none)``; its gene is its own ``gene``, else its attempt's, else
 it counts for nothing (evolver skips it too). Its attempt is the newest earlier attempt with
 the same action id, however old: one closed long ago (no longer among the recent closed
 attempts) is looked up in the log (:class:`evolog.advice._reader.AttemptFinder`).
-``success`` counts a success, ``failed`` a failure, any other status only an outcome. Why
+``success`` counts a success, ``failed`` a failure, any other status only an outcome. It
+counts at its ``ts`` (a time outside what the log accepts at the nearest accepted one). Why
 this fold exists beside the projections' edges, and which is the reference: see
 :mod:`evolog.projections.edges`.
 """

@@ -111,7 +111,7 @@ def test_both_folds_use_the_same_half_lives() -> None:
     assert state.gene_half_life_us == params.half_lives.gene_us
 
 
-@settings(max_examples=40)
+@settings(max_examples=30)
 @given(
     outcome_streams(),
     st.one_of(
