@@ -45,7 +45,8 @@ class ForgottenIds:
         """Base and additions merged, sorted, as saved."""
         if not self._added:
             return self._base.tobytes()  # type: ignore[no-any-return]
-        import array
+        import numpy as np  # saving merges the statistics with numpy too
 
-        merged = array.array("I", sorted(set(self._base) | self._added))
-        return merged.tobytes()
+        added = np.fromiter(self._added, np.uint32, len(self._added))
+        merged = np.union1d(np.frombuffer(self._base, np.uint32), added)
+        return merged.astype(np.uint32).tobytes()

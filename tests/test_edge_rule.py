@@ -27,6 +27,7 @@ import evolog.advice._state as advice_state
 import evolog.eventlog.wal._prepare as prepare
 import pytest
 from evolog.advice import AdviceEngine
+from evolog.advice._forgotten import ForgottenIds
 from evolog.advice._reader import AttemptFinder
 from evolog.eventlog import TS_MAX, Attempt, Event, EventLog, Outcome
 from evolog.projections._api import Projections
@@ -210,3 +211,14 @@ def test_times_outside_the_log_range_count_as_the_nearest_one(
         _compare(log, now, AdviceEngine(log, use_cache=False), Projections(log, cache=False))
         log.seal()
         _compare(log, now, AdviceEngine(log, use_cache=False), Projections(log, cache=False))
+
+
+def test_forgotten_ids_survive_saving() -> None:
+    ids = ForgottenIds()
+    for i in range(300):
+        ids.add(f"a{i}")
+    again = ForgottenIds(ids.to_bytes())
+    again.add("late")
+    saved = ForgottenIds(again.to_bytes())
+    assert all(f"a{i}" in saved for i in range(300)) and "late" in saved
+    assert "never" not in saved and "never" not in ForgottenIds()
