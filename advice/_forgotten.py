@@ -30,11 +30,18 @@ class ForgottenIds:
         view: Any = memoryview(saved)
         self._base = view.cast("I")
         self._added: set[int] = set()
+        # Hashed only when asked: adding is on every fold's path, asking almost never is.
+        self._pending: list[str] = []
 
     def add(self, action_id: str) -> None:
-        self._added.add(_crc(action_id))
+        self._pending.append(action_id)
+
+    def _hash_pending(self) -> None:
+        self._added.update(map(_crc, self._pending))
+        self._pending.clear()
 
     def __contains__(self, action_id: str) -> bool:
+        self._hash_pending()
         crc = _crc(action_id)
         if crc in self._added:
             return True
@@ -43,6 +50,7 @@ class ForgottenIds:
 
     def to_bytes(self) -> bytes:
         """Base and additions merged, sorted, as saved."""
+        self._hash_pending()
         if not self._added:
             return self._base.tobytes()  # type: ignore[no-any-return]
         import numpy as np  # saving merges the statistics with numpy too

@@ -8,15 +8,15 @@
 * the last :data:`WINDOW` events of evolver kinds, as evolver would have had them as lines —
   the ``evolver`` policy's input.
 
-What an outcome counts for (the rule of :mod:`evolog.projections.edges`): its key is its own ``key``,
-else its attempt's, else ``(none)``; its gene is its own ``gene``, else its attempt's, else
-it counts for nothing (evolver skips it too). Its attempt is the newest earlier attempt with
-the same action id, however old: one closed long ago (no longer among the recent closed
-attempts) is looked up in the log (:class:`evolog.advice._reader.AttemptFinder`).
-``success`` counts a success, ``failed`` a failure, any other status only an outcome. It
-counts at its ``ts`` (a time outside what the log accepts at the nearest accepted one). Why
-this fold exists beside the projections' edges, and which is the reference: see
-:mod:`evolog.projections.edges`.
+What an outcome counts for (the rule of :mod:`evolog.projections.edges`): its key is its own
+``key``, else its attempt's, else ``(none)``; its gene is its own ``gene``, else its
+attempt's, else it counts for nothing (evolver skips it too). Its attempt is the newest
+earlier attempt with the same action id, however old: one closed long ago (no longer among
+the recent closed attempts) is looked up in the log
+(:class:`evolog.advice._reader.AttemptFinder`). ``success`` counts a success, ``failed`` a
+failure, any other status only an outcome. It counts at its ``ts`` (a time outside what the
+log accepts at the nearest accepted one). Why this fold exists beside the projections'
+edges, and which is the reference: see :mod:`evolog.projections.edges`.
 """
 
 from __future__ import annotations
@@ -257,7 +257,9 @@ class AdviceState:
             status = row.status or ""
             # A time outside what the log accepts (an older log's) counts as the nearest
             # accepted one, as in the projections.
-            ts = min(max(row.ts, 0), TS_MAX)
+            ts = row.ts
+            if not 0 <= ts <= TS_MAX:
+                ts = 0 if ts < 0 else TS_MAX
             self.edges.for_update(kid, gid).add(ts, status, row.seq, self.edge_half_life_us)
             self.gene_stats.for_update(0, gid).add(ts, status, row.seq, self.gene_half_life_us)
         return key, signals, gene
