@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 import msgspec
@@ -90,15 +90,21 @@ class ItemIndex:
             self.save(snap)
 
     def _rebuild(self, snap: Snapshot, log: Any, head: int) -> ItemFold:
-        from evolog.eventlog.sealed._replay import Filter, events
-
         kinds = sorted({*FOLD_KINDS, *DEATH_KINDS})
-        retractions = [
-            e for e in events(snap, Filter(head, None, ["retraction"])) if isinstance(e, Retraction)
-        ]
+        source: Iterable[AnyEvent]
+        if snap.segments:
+            from evolog.eventlog.sealed._replay import Filter, events
+
+            found = events(snap, Filter(head, None, ["retraction"]))
+            retractions = [e for e in found if isinstance(e, Retraction)]
+            source = events(snap, Filter(head, None, kinds))
+        else:  # all in the WAL: no pyarrow (a hook's first recall on a young store)
+            wanted = frozenset(kinds)
+            source = [e for e in snap.tail_events(0) if e.seq <= head and kind_of(e) in wanted]
+            retractions = [e for e in source if isinstance(e, Retraction)]
 
         def stream() -> Iterator[AnyEvent]:
-            for e in events(snap, Filter(head, None, kinds)):
+            for e in source:
                 if kind_of(e) in DEATH_KINDS:
                     self.death_seq = e.seq
                 yield e
