@@ -10,7 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evolog.eventlog import Attempt, ChildStep, Constraint, EventLog, Node, Outcome, Recall
+from evolog.eventlog import (
+    Attempt,
+    ChildStep,
+    Constraint,
+    EventLog,
+    Node,
+    Note,
+    Outcome,
+    Recall,
+    Retraction,
+)
 
 from evolog import Memory
 from evolog.hook._hooks import handle_claude_code
@@ -171,6 +181,25 @@ def test_print_settings_matches_the_readme() -> None:
     assert out.strip() in readme
 
 
+def test_rebuilding_the_index_of_a_young_store_needs_no_pyarrow(tmp_path: Path) -> None:
+    """Every event in the WAL: a rebuild (a retraction forces one) reads the tail only."""
+    root = tmp_path / "young"
+    with Memory(root) as mem:
+        mem.remember("deploy", "Deploy the web service with the blue green script.")
+        mem.append(Retraction(targets=["some-undone-merge"]))
+    code = (
+        "import sys; from evolog.eventlog import EventLog;"
+        "from evolog.projections.memory import ItemIndex;"
+        "log = EventLog(sys.argv[1]); index = ItemIndex(log.paths, cache=False);"
+        "fold = index.refresh(log.snapshot(), log); print(len(fold.state.items));"
+        "print([m for m in sys.modules if m.split('.')[0] in ('pyarrow', 'numpy')])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split("\n")[:2] == ["1", "[]"]
+
+
 def test_a_warm_prompt_injects_without_pyarrow_duckdb_or_numpy(store: Path) -> None:
     """After a turn's Stop, the next prompt reads the index checkpoint and the WAL tail."""
     for payload in (
@@ -191,3 +220,18 @@ def test_a_warm_prompt_injects_without_pyarrow_duckdb_or_numpy(store: Path) -> N
     )
     assert "n-deploy" in out.stdout
     assert out.stderr.strip() == "[]"
+
+
+def test_session_end_archives_cold_branches(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with Memory(root) as mem:
+        for i in range(3):
+            mem.remember("cold", f"old note {i} about {('fortran', 'cobol', 'pascal')[i]} builds")
+        for w in ("nginx", "redis", "kafka"):
+            mem.remember("hot", f"restart {w} after changing its config")
+        for _ in range(3):
+            mem.recall("restart nginx after changing its config")
+    assert hook(root, {"hook_event_name": "SessionEnd", "session_id": "e"})[0] == 0
+    notes = [e for e in events(root) if isinstance(e, Note) and e.reason == "archive"]
+    assert len(notes) == 1 and notes[0].branch == "cold" and len(notes[0].sources) == 3
+    assert notes[0].session == "e" and "was:cold" in notes[0].tags

@@ -13,7 +13,8 @@ PostToolUse        step (tool, input summary, result, ok, duration); when the to
 PostToolUseFailure a failed step and its error signal (``error``; ``is_interrupt``)
 Stop               outcome of the open attempt: ``failed`` if its last tool step
                    failed, else ``success`` (a heuristic, noted in the outcome)
-SessionEnd         outcome ``abandoned`` for an attempt still open
+SessionEnd         outcome ``abandoned`` for an attempt still open; cold branches of
+                   memory notes archived (:func:`evolog.hook._recall.archive`)
 =================  ==========================================================
 
 What a step keeps of prompts, tool inputs and results is the content policy of
@@ -57,7 +58,7 @@ from ._content import (
     tool_failure,
 )
 from ._files import keep_dead_letter, locked_state, prune_states, state_dir, state_name
-from ._recall import Injection, for_prompt, for_session, output, warm
+from ._recall import Injection, archive, for_prompt, for_session, output, warm
 
 __all__ = ["MAX_TEXT", "handle_claude_code", "record_claude_code", "run_hook"]
 
@@ -164,6 +165,9 @@ def handle_claude_code(
             got = Injection()
             if event_name == "UserPromptSubmit":
                 events, got = _inject(reader, payload, held.state, events, deadline)
+            elif event_name == "SessionEnd":  # Living Memory's root-level compression
+                env = {"agent": "claude-code", "session": session}
+                events.extend(archive(reader, env, _left(deadline) * 0.5))
             # The attempt is closed: the session's state has nothing left worth keeping.
             held.remove = event_name in ("Stop", "SessionEnd")
             seqs = _append(paths.root, events, deadline)

@@ -23,10 +23,11 @@ from typing import Any, Final
 
 import msgspec
 
-from evolog.eventlog import EventLog, Recall
+from evolog.eventlog import EventLog, Note, Recall
 
 __all__ = [
     "Injection",
+    "archive",
     "bounded",
     "for_prompt",
     "for_session",
@@ -156,6 +157,24 @@ def for_session(log: EventLog, cwd: str, env: dict[str, Any], seconds: float) ->
         **env,
     )
     return Injection(text, event, [], ids)
+
+
+def archive(log: EventLog, env: dict[str, Any], seconds: float) -> list[Note]:
+    """The archive notes of cold branches at a session's end (nothing on any problem)."""
+    from evolog.eventlog import new_id
+    from evolog.projections.memory import load_config
+    from evolog.projections.memory._plan import archive_notes
+
+    try:
+        with bounded(seconds):
+            cfg = load_config(log.path)
+            index = _index(log)
+            with log.snapshot() as snap:
+                fold = index.refresh(snap, log)
+            notes = archive_notes(fold, cfg)
+    except Exception:
+        return []
+    return [msgspec.structs.replace(n, id=new_id(), **env) for n in notes]
 
 
 def warm(log: EventLog, seconds: float) -> None:
