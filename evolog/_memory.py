@@ -214,13 +214,30 @@ class Memory:
 
         return remember(self.log, self._items(), branch, text, tags, **kwargs)
 
-    def recall(self, query: str, **kwargs: Any) -> RecallResult:
+    def recall(
+        self,
+        query: str,
+        *,
+        signals: Sequence[str] | None = None,
+        genes: Sequence[object] | None = None,
+        **kwargs: Any,
+    ) -> RecallResult:
         """The memory items to inject for ``query``: a block within ``budget_chars`` plus the
         scored list; appends one ``recall`` event unless ``record=False`` (see
-        :func:`evolog._recall.recall` for every option)."""
-        from ._recall import recall
+        :func:`evolog._recall.recall` for every option). With ``signals`` the block ends
+        with the gene advice for them (among ``genes``; by default the active strategies)."""
+        import msgspec
 
-        return recall(self.log, self._items(), query, **kwargs)
+        from ._recall import advice_lines, recall, strategy_ids
+
+        extra: list[str] = []
+        advice = None
+        if signals:
+            if genes is None:
+                genes = [{"type": "Gene", "id": g} for g in strategy_ids(self.log, self._items())]
+            extra, advice = advice_lines(self.advise(list(signals), list(genes)))
+        result = recall(self.log, self._items(), query, advice_lines=extra, **kwargs)
+        return msgspec.structs.replace(result, advice=advice) if advice is not None else result
 
     def feedback(self, item: str, verdict: str, note: str | None = None, **kwargs: Any) -> int:
         """Record ``helpful``, ``harmful`` or ``neutral`` for an item; return the seq."""

@@ -20,7 +20,7 @@ from evolog.eventlog import EventLog, Recall, Snapshot
 from evolog.projections._errors import InvalidParameterError
 from evolog.projections.memory import BACKBONE, STRATEGY, ItemIndex, MemoryConfig, load_config
 
-__all__ = ["RecallResult", "RecalledItem", "digest", "recall", "session_items"]
+__all__ = ["RecallResult", "RecalledItem", "advice_lines", "digest", "recall", "session_items"]
 
 
 class RecalledItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -167,3 +167,24 @@ def session_items(
         picked.sort(key=lambda i: (-i.written_seq, i.id))
         out.extend(i.id for i in picked)
     return out
+
+
+def advice_lines(advice: Any) -> tuple[list[str], dict[str, Any]]:
+    """The block's gene-advice lines for an :class:`evolog.advice.Advice`, and its JSON."""
+    lines: list[str] = []
+    if advice.preferred_gene_id:
+        lines.append(
+            f"Advice for signals {advice.current_signal_key}: prefer gene "
+            f"{advice.preferred_gene_id}."
+        )
+    if advice.banned_gene_ids:
+        banned = ", ".join(str(g) for g in advice.banned_gene_ids)
+        lines.append(f"Avoid genes (they keep failing here): {banned}.")
+    return lines, advice.to_json()
+
+
+def strategy_ids(log: EventLog, index: ItemIndex) -> list[str]:
+    """Active strategy items: the genes advice chooses among when none are given."""
+    with log.snapshot() as snap:
+        fold = index.refresh(snap, log)
+    return sorted(i.id for i in fold.state.items.values() if i.kind == STRATEGY and i.active)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from evolog.eventlog import Constraint, Feedback, Note, Outcome, Recall, Retraction
+from evolog.eventlog import Attempt, Constraint, Feedback, Note, Outcome, Recall, Retraction
 from evolog.projections._errors import InvalidParameterError
 from evolog.projections.memory import BACKBONE, MemoryConfig
 
@@ -193,3 +193,23 @@ def test_archive_cold_branches(mem: Memory) -> None:
     assert res.items[0].id == archive and "archived" in res.items[0].tags
     assert "was:cold" in res.items[0].tags
     assert mem.compress().archived == {}  # nothing cold is left with three items
+
+
+def test_recall_with_signals_ends_with_gene_advice(mem: Memory) -> None:
+    mem.remember("ops", "restart nginx after changing its config")
+    for i in range(4):
+        mem.append_many(
+            [
+                Attempt(id=f"g{i}", action_id=f"g{i}", signals=["log_error"], gene="gene_good"),
+                Outcome(action_id=f"g{i}", status="success"),
+                Attempt(id=f"b{i}", action_id=f"b{i}", signals=["log_error"], gene="gene_bad"),
+                Outcome(action_id=f"b{i}", status="failed"),
+            ]
+        )
+    genes = [{"type": "Gene", "id": "gene_good"}, {"type": "Gene", "id": "gene_bad"}]
+    res = mem.recall("restart nginx config", signals=["log_error"], genes=genes, record=False)
+    assert res.advice is not None and res.advice["preferredGeneId"] == "gene_good"
+    assert "prefer gene gene_good" in res.text and "Avoid genes" in res.text
+    assert res.text.index("restart nginx") < res.text.index("prefer gene")
+    plain = mem.recall("restart nginx config", record=False)
+    assert plain.advice is None and "gene" not in plain.text

@@ -49,6 +49,8 @@ def add_memory_commands(sub: Any) -> None:
     s.add_argument("--include-dead", action="store_true", help="also items the ledger buried")
     s.add_argument("--action-id", default="", help="the attempt this recall serves")
     s.add_argument("--no-record", action="store_true", help="do not append a recall event")
+    s.add_argument("--signal", action="append", help="a signal for gene advice (repeatable)")
+    s.add_argument("--gene", action="append", help="a candidate gene (default: strategies)")
     s.set_defaults(func=run_recall)
 
     s = sub.add_parser(
@@ -95,6 +97,8 @@ def run_recall(args: argparse.Namespace) -> int:
             include_dead=args.include_dead,
             action_id=args.action_id,
             record=not args.no_record,
+            signals=args.signal,
+            genes=[{"type": "Gene", "id": g} for g in args.gene] if args.gene else None,
         )
     if args.format == "json":
         print_json(result)
