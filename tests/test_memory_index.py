@@ -6,13 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from typing import Any
 
 import msgspec
 from evolog.advice.recall import render
 from evolog.advice.recall._block import entry_text
-from evolog.eventlog import Constraint, Outcome
+from evolog.eventlog import Constraint, Note, Outcome
 from evolog.projections.memory import ItemIndex, MemoryConfig, MemoryItem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -145,3 +147,29 @@ def test_recall_respects_budget_and_top_n(budget: int, top_n: int) -> None:
             assert bool(res.items) == bool(res.text)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_checkpoint_of_a_sealed_log_is_trusted_without_reading_segments(tmp_path: Any) -> None:
+    """The checkpoint names the segment holding its last event; a cold reader checks the
+    manifest, not the segment (no pyarrow), when nothing new was appended."""
+    root = os.path.join(str(tmp_path), "s")
+    with Memory(root) as mem:
+        notes = [
+            Note(text=f"{w} note number {i}", branch=f"b{i % 3}")
+            for i, w in enumerate(MEMORY_WORDS)
+        ]
+        mem.append_many(notes)
+        mem.seal()  # the index's first refresh reads these from the segment
+        mem.recall("deploy", record=False)
+        with mem.log.snapshot() as snap:
+            mem._items().save(snap)
+    code = (
+        "import sys; from evolog import Memory; m = Memory(sys.argv[1]);"
+        "r = m.recall('deploy service note', record=False); print(len(r.items));"
+        "print([x for x in sys.modules if x.split('.')[0] in ('pyarrow', 'numpy')])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, root], capture_output=True, text=True, check=True
+    )
+    lines = out.stdout.splitlines()
+    assert int(lines[0]) > 0 and lines[1] == "[]"

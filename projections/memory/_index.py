@@ -125,7 +125,7 @@ class ItemIndex:
     def _mark(self, snap: Snapshot, last: AnyEvent | None, *, force: bool = False) -> None:
         applied = self.fold.state.applied
         if last is not None and last.seq == applied:
-            self._applied_id, self._applied_file = last.id, ""
+            self._applied_id, self._applied_file = last.id, _file_of(snap, applied)
             return
         if force or last is None:
             self._applied_id, self._applied_file = _id_at(snap, applied)
@@ -213,6 +213,16 @@ def _marker(paths: Paths) -> tuple[int, int]:
     except OSError:
         return (0, 0)
     return (st.st_ino, st.st_mtime_ns)
+
+
+def _file_of(snap: Snapshot, seq: int) -> str:
+    """The segment file that holds ``seq`` ("" for the WAL), from the manifest alone."""
+    if seq > snap.manifest.sealed_seq:
+        return ""
+    for info in snap.segments:
+        if info.first_seq <= seq <= info.last_seq:
+            return info.file
+    return ""
 
 
 def _id_at(snap: Snapshot, seq: int) -> tuple[str, str]:
