@@ -43,8 +43,6 @@ from evolog.eventlog.schema._signalkey import (
 
 from evolog._lazy import lazy_exports
 
-from ._attempts import close_attempt, open_attempts, outcome_id
-from ._engine import POLICIES, Advice, AdviceEngine
 from ._errors import (
     AdviceError,
     AttemptAlreadyClosedError,
@@ -55,16 +53,18 @@ from ._errors import (
     LogReadError,
     UnknownAttemptError,
 )
-from ._evolog_policy import EvologParams
-from ._outcomes import InferredOutcome, infer_from_signals, infer_outcome
-from ._state import AttemptInfo
-from .evolver._export import apply_patch, canonical_evolver, to_evolver
-from .evolver._file import ImportReport, import_evolver
-from .evolver._follow import follow_evolver
-from .evolver._import import evolver_to_event, patch_supported
-from .evolver._policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
 
 if TYPE_CHECKING:
+    from ._attempts import close_attempt, open_attempts, outcome_id
+    from ._engine import POLICIES, Advice, AdviceEngine
+    from ._evolog_policy import EvologParams
+    from ._outcomes import InferredOutcome, infer_from_signals, infer_outcome
+    from ._state import AttemptInfo
+    from .evolver._export import apply_patch, canonical_evolver, to_evolver
+    from .evolver._file import ImportReport, import_evolver
+    from .evolver._follow import follow_evolver
+    from .evolver._import import evolver_to_event, patch_supported
+    from .evolver._policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
     from .routing._applicability import Applicability, ApplicabilityRule, applicability
     from .routing._router import (
         DEFAULT_FLOORS,
@@ -137,10 +137,22 @@ __all__ = [
 
 
 # The router pulls in the memory graph, embeddings and usearch (hundreds of ms): its names
-# load on first use, so `evolog advise` in a cold process does not pay for them.
+# load on first use, so `evolog advise` in a cold process does not pay for them. The engine,
+# attempts and evolver interoperability load on first use too: the hook's recall imports
+# evolog.advice.recall, and paid ~40 ms of CPU for this package's eager imports.
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "._attempts": "close_attempt open_attempts outcome_id",
+        "._engine": "POLICIES Advice AdviceEngine",
+        "._evolog_policy": "EvologParams",
+        "._outcomes": "InferredOutcome infer_from_signals infer_outcome",
+        "._state": "AttemptInfo",
+        ".evolver._export": "apply_patch canonical_evolver to_evolver",
+        ".evolver._file": "ImportReport import_evolver",
+        ".evolver._follow": "follow_evolver",
+        ".evolver._import": "evolver_to_event patch_supported",
+        ".evolver._policy": "EvolverAdvice ScoredGene evolver_advice read_evolver_jsonl_tail",
         ".routing._router": "DEFAULT_FLOORS EntryPoint InvalidTaskError Plan PlanStep "
         "RouteDecision Router RouterConfig RouterError RouterPath",
         ".routing._applicability": "Applicability ApplicabilityRule applicability",
