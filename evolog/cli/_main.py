@@ -113,6 +113,7 @@ _FEATURE_LAYERS = {
     **dict.fromkeys(("isa", "dream", "route", "graph"), "dream"),
     **dict.fromkeys(("ledger", "tick", "survive"), "ledger"),
     **dict.fromkeys(("remember", "recall", "feedback", "compress"), "memory"),
+    **dict.fromkeys(("serve", "mcp"), "server"),
 }
 
 
@@ -133,6 +134,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ._dream import add_dream_commands as add
         elif layer == "memory":
             from ._memory import add_memory_commands as add
+        elif layer == "server":
+            from ._serve import add_server_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)

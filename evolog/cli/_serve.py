@@ -1,0 +1,152 @@
+"""``evolog serve`` (HTTP, with MCP at ``/mcp``) and ``evolog mcp`` (MCP over stdio).
+
+Both need the ``server`` extra (``pip install 'evolog[server]'``); without it they say so in
+one line. Registering the commands imports nothing of the server.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._common import store_path
+
+if TYPE_CHECKING:
+    import argparse
+
+_EXTRA = "pip install 'evolog[server]'"
+
+
+def add_server_commands(sub: Any) -> None:
+    """Register ``serve`` and ``mcp`` on the ``evolog`` sub-parsers."""
+    s = sub.add_parser(
+        "serve",
+        help="serve the store over HTTP (native /v1 API, evolver /kg, MCP at /mcp)",
+        description="Serve one store to many agents: one writer (group commit), readers on "
+        "snapshots. Without a token it listens only on loopback.",
+        epilog="example: evolog serve --port 8420 --durability batch",
+    )
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8420, help="TCP port (default: 8420)")
+    _durability(s)
+    s.add_argument(
+        "--token-file",
+        help="bearer tokens, one a line: 'read TOKEN' or 'write TOKEN' (also EVOLOG_TOKEN, "
+        "EVOLOG_READ_TOKEN; MEMORY_GRAPH_REMOTE_KEY guards /kg)",
+    )
+    s.add_argument(
+        "--max-body", type=int, default=16 << 20, help="largest request body, bytes (16 MiB)"
+    )
+    s.add_argument(
+        "--kg-policy",
+        choices=["evolver", "evolog"],
+        default="evolver",
+        help="the advice policy /kg/advice answers with (default: evolver)",
+    )
+    s.add_argument("--no-mcp", action="store_true", help="do not serve MCP at /mcp")
+    s.add_argument(
+        "--log-level",
+        choices=["critical", "error", "warning", "info", "debug"],
+        default="warning",
+        help="uvicorn's log level (default: warning)",
+    )
+    s.set_defaults(func=run_serve)
+
+    m = sub.add_parser(
+        "mcp",
+        help="serve the store to one MCP client over stdio",
+        description="An MCP server on stdin/stdout (tools remember, recall, record_outcome, "
+        "advise, route, sql, search_events).",
+        epilog="example: claude mcp add evolog -- evolog mcp",
+    )
+    _durability(m)
+    m.set_defaults(func=run_mcp)
+
+
+def _durability(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--durability",
+        choices=["always", "batch", "none"],
+        default="batch",
+        help="when an append is acknowledged: always (fsynced), batch (written, fsynced "
+        "within 10 ms; survives kill -9), none (written) (default: batch)",
+    )
+
+
+def _error(message: str, code: int) -> int:
+    print(f"evolog: error: {message}", file=sys.stderr)
+    return code
+
+
+def _config(args: argparse.Namespace) -> Any:
+    from evolog.eventlog import Paths, init_store
+    from evolog.server import ServerConfig, load_tokens
+
+    store = store_path(args)
+    if not _exists(Paths.of(store).marker):
+        init_store(store)
+    return ServerConfig(
+        store=store,
+        host=getattr(args, "host", "127.0.0.1"),
+        port=getattr(args, "port", 8420),
+        durability=args.durability,
+        tokens=load_tokens(getattr(args, "token_file", None)),
+        max_body=getattr(args, "max_body", 16 << 20),
+        kg_policy=getattr(args, "kg_policy", "evolver"),
+        mcp=not getattr(args, "no_mcp", False),
+    )
+
+
+def _exists(path: str) -> bool:
+    import os
+
+    return os.path.exists(path)
+
+
+def _missing_extra() -> str | None:
+    import importlib.util
+
+    for name in ("starlette", "uvicorn", "mcp"):
+        if importlib.util.find_spec(name) is None:
+            return name
+    return None
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """``evolog serve``."""
+    missing = _missing_extra()
+    if missing:
+        return _error(f"evolog serve needs the server extra ({missing} is missing): {_EXTRA}", 1)
+    from evolog.eventlog import EventLogError
+    from evolog.server import ConfigError, check_bind, serve
+
+    try:
+        config = _config(args)
+        check_bind(config)
+    except ConfigError as exc:
+        return _error(str(exc), 2)
+    except EventLogError as exc:
+        return _error(str(exc), 1)
+    ready = (
+        f"evolog: serving {config.store} on http://{config.host}:{config.port} "
+        f"(durability {config.durability})"
+    )
+    serve(config, log_level=args.log_level, ready=ready)
+    return 0
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    """``evolog mcp``."""
+    missing = _missing_extra()
+    if missing:
+        return _error(f"evolog mcp needs the server extra ({missing} is missing): {_EXTRA}", 1)
+    from evolog.eventlog import EventLogError
+    from evolog.mcp import run_stdio
+    from evolog.server import ConfigError
+
+    try:
+        config = _config(args)
+    except (ConfigError, EventLogError) as exc:
+        return _error(str(exc), 2 if isinstance(exc, ValueError) else 1)
+    run_stdio(config)
+    return 0

@@ -1,0 +1,170 @@
+"""The MCP tools: what an agent may ask of its memory, each with a schema and examples.
+
+Every tool calls the same code the HTTP routes call, on the same store object (the server's
+group-committed writer and snapshot readers), so an answer over MCP is the answer over
+``/v1``. Failures the caller can fix come back as tool errors with the one-line message the
+HTTP API gives; nothing raw leaks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from anyio import to_thread
+from pydantic import Field
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from evolog.server._http import AppState
+
+
+def _fail(exc: BaseException) -> Exception:
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from evolog.server._http import problem_of
+
+    problem = problem_of(exc)
+    where = f" (field: {problem.field})" if problem.field else ""
+    return ToolError(f"{problem.message}{where}")
+
+
+def register(server: MCPServer, state: AppState) -> None:
+    """Add the tools to ``server``, all acting on ``state``'s store."""
+    from mcp_types import ToolAnnotations
+
+    from evolog.server._types import AdviseRequest, RouteRequest, SqlRequest
+    from evolog.server.routes import _query as q
+
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(
+        annotations=read_only,
+        description=(
+            "Which gene (strategy) to use for a set of signals, and which to avoid, from "
+            "the outcomes recorded so far. Example: advise(signals=['test_failure', "
+            "'errsig:AssertionError'], genes=[{'type': 'Gene', 'id': 'gene_retry'}, "
+            "{'type': 'Gene', 'id': 'gene_fix_root_cause'}]) -> {'preferredGeneId': ..., "
+            "'bannedGeneIds': [...], 'explanation': [...], 'status': 'prefer'|'explore'|...}"
+        ),
+    )
+    async def advise(
+        signals: Annotated[list[str], Field(description="what was observed, e.g. error signals")],
+        genes: Annotated[
+            list[dict[str, Any]],
+            Field(description="candidate genes, each {'type': 'Gene', 'id': ..., 'category': ...}"),
+        ],
+        policy: Annotated[
+            Literal["evolog", "evolver"], Field(description="decision rule")
+        ] = "evolog",
+    ) -> dict[str, Any]:
+        req = AdviseRequest(signals=signals, genes=genes, policy=policy)
+        try:
+            return await to_thread.run_sync(q.advise_json, state, req)
+        except Exception as exc:
+            raise _fail(exc) from None
+
+    @server.tool(
+        annotations=read_only,
+        description=(
+            "Route a task to memory: zero_shot (nothing applies), memory_traversal (a "
+            "strategy node with its steps and 'do not' constraints) or context_jump. "
+            "Example: route(task='the CI test suite is flaky, fix it') -> {'path': "
+            "'memory_traversal', 'entry': {...}, 'plan': {'steps': [...]}}"
+        ),
+    )
+    async def route(
+        task: Annotated[str, Field(min_length=1, description="the task, in words")],
+        top_k: Annotated[int, Field(ge=1, le=100, description="candidates considered")] = 5,
+    ) -> dict[str, Any]:
+        try:
+            return await to_thread.run_sync(q.route_json, state, RouteRequest(task, top_k))
+        except Exception as exc:
+            raise _fail(exc) from None
+
+    @server.tool(
+        annotations=read_only,
+        description=(
+            "Run one read-only SQL query (DuckDB) over the memory: views events, signals, "
+            "attempts, steps, outcomes, notes, feedback, ..., traces, edges, gene_priors. "
+            'Anything that is not a single SELECT is refused. Example: sql(query="SELECT '
+            'gene, count(*) AS n FROM attempts GROUP BY gene ORDER BY n DESC") -> '
+            "{'columns': ['gene', 'n'], 'rows': [{'gene': 'gene_retry', 'n': 3}], ...}"
+        ),
+    )
+    async def sql(
+        query: Annotated[str, Field(min_length=1, description="one read-only SQL statement")],
+        max_rows: Annotated[int, Field(ge=1, le=10_000, description="rows returned")] = 200,
+    ) -> dict[str, Any]:
+        import msgspec
+
+        req = SqlRequest(query=query, max_rows=max_rows)
+        try:
+            body, _ = await to_thread.run_sync(q.run_sql, state, req)
+        except Exception as exc:
+            raise _fail(exc) from None
+        out: dict[str, Any] = msgspec.json.decode(body)
+        return out
+
+    @server.tool(
+        annotations=read_only,
+        description=(
+            "Find recorded events whose text contains a phrase (case-insensitive), newest "
+            "first, optionally of some kinds. Example: search_events(text='timeout', "
+            "kinds=['outcome', 'step'], limit=5) -> {'events': [{'seq': 41, 'kind': "
+            "'step', ...}], 'count': 1}"
+        ),
+    )
+    async def search_events(
+        text: Annotated[str, Field(description="phrase to look for ('' matches all)")] = "",
+        kinds: Annotated[
+            list[str] | None, Field(description="event kinds, e.g. ['attempt', 'outcome']")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=500, description="events returned")] = 20,
+    ) -> dict[str, Any]:
+        from evolog.server.routes._search import search_events as run
+
+        try:
+            found = await to_thread.run_sync(run, state.store.paths, text, kinds, limit)
+        except Exception as exc:
+            raise _fail(exc) from None
+        return {"events": found, "count": len(found)}
+
+    @server.tool(
+        description=(
+            "Record how an attempt ended, crediting the memories that were used: the "
+            "outcome feeds edges, advice and the survival ledger. Example: "
+            "record_outcome(action_id='fix-42', status='success', score=0.9, "
+            "supported_by=['note:01J...'], decided_by=['gene_retry']) -> {'seq': 57, "
+            "'id': '...', 'duplicate': False}"
+        ),
+    )
+    async def record_outcome(
+        status: Annotated[
+            Literal["success", "failed", "partial", "interrupted", "abandoned", "unknown"],
+            Field(description="how it ended"),
+        ],
+        action_id: Annotated[str, Field(description="the attempt's action id ('' if none)")] = "",
+        score: Annotated[float | None, Field(ge=0, le=1, description="quality 0..1")] = None,
+        note: Annotated[str | None, Field(description="what happened, briefly")] = None,
+        decided_by: Annotated[
+            list[str], Field(description="ids of the memories that decided the action")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        supported_by: Annotated[
+            list[str], Field(description="ids of recalled memories that supported it")
+        ] = [],  # noqa: B006
+        signals: Annotated[list[str], Field(description="signals it was about")] = [],  # noqa: B006
+        gene: Annotated[str | None, Field(description="the gene/strategy used")] = None,
+    ) -> dict[str, Any]:
+        from evolog.eventlog import Outcome
+
+        try:
+            event = Outcome(
+                action_id=action_id, status=status, score=score, note=note,
+                decided_by=list(decided_by), supported_by=list(supported_by),
+                signals=list(signals), gene=gene, agent="mcp",
+            )  # fmt: skip
+            (receipt,) = await state.store.committer.submit([event], "outcome")
+        except Exception as exc:
+            raise _fail(exc) from None
+        return {"seq": receipt.seq, "id": receipt.id, "duplicate": receipt.duplicate}

@@ -1,0 +1,192 @@
+"""The Starlette application: the route table, its OpenAPI document, the store's lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from ._config import ServerConfig, version
+from ._http import AppState
+from ._metrics import Metrics
+from ._openapi import Param, Spec, document
+from ._store import ServerStore
+from ._types import (
+    AdviceResponse,
+    AdviseRequest,
+    AppendBatchResponse,
+    DreamRequest,
+    EdgesRequest,
+    Health,
+    KgAdviceRequest,
+    KgAdviceResponse,
+    KgIngestRequest,
+    KgIngestResponse,
+    Receipt,
+    RouteRequest,
+    RowsResponse,
+    SqlRequest,
+    SqlResponse,
+)
+from .cte import _routes as _cte
+from .cte._types import CteDream, CteRoute, CteTrace, CteTraceResponse
+from .kg import _routes as _kg
+from .routes import _dream as _routes_dream
+from .routes import _events as _routes_events
+from .routes import _ops as _routes_ops
+from .routes import _query as _routes_query
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
+
+_NDJSON = "application/x-ndjson"
+_INT = {"type": "integer", "minimum": 0}
+_HANDLERS: dict[str, Any] = {
+    "healthz": _routes_ops.healthz,
+    "metrics": _routes_ops.metrics,
+    "openapi": _routes_ops.openapi,
+    "append": _routes_events.append,
+    "events": _routes_events.events,
+    "sql": _routes_query.sql,
+    "edges": _routes_query.edges,
+    "advise": _routes_query.advise,
+    "route": _routes_query.route,
+    "ledger": _routes_query.ledger,
+    "stats": _routes_query.stats,
+    "verify": _routes_query.verify,
+    "dream": _routes_dream.dream,
+    "kg_advice": _kg.kg_advice,
+    "kg_ingest": _kg.kg_ingest,
+    "cte_health": _cte.health,
+    "cte_stats": _cte.stats,
+    "cte_traces": _cte.traces,
+    "cte_dream_run": _cte.dream_run,
+    "cte_dream_stream": _cte.dream_stream,
+    "cte_query": _cte.query,
+    "cte_route": _cte.route,
+    "cte_node": _cte.node,
+    "cte_children": _cte.children,
+    "cte_traverse": _cte.traverse,
+    "cte_domains": _cte.domains,
+    "cte_domain_dream": _cte.domain_dream,
+    "cte_isa_version": _cte.isa_version,
+    "cte_export": _cte.export_training_data,
+}
+
+_ID = {"type": "string"}
+CTE_SPECS = (
+    Spec("get", "/cte/health", "cte_health", "open", "evolving-memory: health"),
+    Spec("get", "/cte/stats", "cte_stats", "read", "evolving-memory: graph counts"),
+    Spec("post", "/cte/traces", "cte_traces", "write", "evolving-memory: store a trace",
+         body=CteTrace, answer=CteTraceResponse),
+    Spec("post", "/cte/dream/run", "cte_dream_run", "write", "evolving-memory: dream",
+         body=CteDream),
+    Spec("post", "/cte/dream/stream", "cte_dream_stream", "write",
+         "evolving-memory: dream with SSE progress", body=CteDream,
+         answer_media=("text/event-stream",)),
+    Spec("get", "/cte/query", "cte_query", "read", "evolving-memory: route a query",
+         params=(Param("q", "query", _ID, "the query"),)),
+    Spec("post", "/cte/route", "cte_route", "read", "evolving-memory: route (top_k honoured)",
+         body=CteRoute),
+    Spec("get", "/cte/nodes/{node_id}", "cte_node", "read", "evolving-memory: a node",
+         params=(Param("node_id", "path", _ID, "a strategy node or step id"),)),
+    Spec("get", "/cte/nodes/{node_id}/children", "cte_children", "read",
+         "evolving-memory: a node's steps",
+         params=(Param("node_id", "path", _ID, "a strategy node id"),)),
+    Spec("get", "/cte/nodes/{node_id}/traverse", "cte_traverse", "read",
+         "evolving-memory: a node's edges",
+         params=(Param("node_id", "path", _ID, "a node id"),)),
+    Spec("get", "/cte/domains", "cte_domains", "read", "evolving-memory: domains"),
+    Spec("post", "/cte/domains/{name}/dream", "cte_domain_dream", "write",
+         "evolving-memory: dream a domain (only 'default')",
+         params=(Param("name", "path", _ID, "domain"),)),
+    Spec("get", "/cte/isa/version", "cte_isa_version", "open", "evolving-memory: ISA versions"),
+    Spec("get", "/cte/export/training-data", "cte_export", "read",
+         "evolving-memory: chat-format JSONL, one line per action",
+         params=(Param("outcome", "query", _ID, "success|failure|partial|aborted|unknown"),
+                 Param("source", "query", _ID, "the trace source"),
+                 Param("format", "query", _ID, "jsonl"),
+                 Param("min_actions", "query", _INT, "fewest actions (1)")),
+         answer_media=(_NDJSON,)),
+)  # fmt: skip
+
+SPECS = (
+    Spec("get", "/healthz", "healthz", "open", "liveness and the log's head", answer=Health),
+    Spec("get", "/metrics", "metrics", "read", "Prometheus metrics",
+         answer_media=("text/plain",)),
+    Spec("get", "/openapi.json", "openapi", "open", "this document"),
+    Spec("post", "/v1/events", "append", "write",
+         "append one JSON event (-> its receipt) or an NDJSON batch (atomic; -> receipts)",
+         answer=AppendBatchResponse, body_media=("application/json", _NDJSON)),
+    Spec("get", "/v1/events", "events", "read",
+         "events after a seq as NDJSON, or followed live as Server-Sent Events",
+         params=(Param("after", "query", _INT, "return events with seq > after (0)"),
+                 Param("limit", "query", _INT, "at most this many (10000, max 100000)"),
+                 Param("kinds", "query", {"type": "string"}, "comma-separated kinds"),
+                 Param("follow", "query", {"type": "boolean"}, "stream as SSE"),
+                 Param("Last-Event-ID", "header", _INT, "resume an SSE stream after it")),
+         answer_media=(_NDJSON, "text/event-stream")),
+    Spec("post", "/v1/sql", "sql", "read", "one read-only SQL query (JSON, CSV or Arrow IPC)",
+         body=SqlRequest, answer=SqlResponse,
+         answer_media=("application/json", "text/csv", "application/vnd.apache.arrow.stream")),
+    Spec("post", "/v1/edges", "edges", "read", "edge stats or gene priors",
+         body=EdgesRequest, answer=RowsResponse),
+    Spec("post", "/v1/advise", "advise", "read", "gene advice for signals",
+         body=AdviseRequest, answer=AdviceResponse),
+    Spec("post", "/v1/route", "route", "read", "route a task over the memory graph",
+         body=RouteRequest),
+    Spec("get", "/v1/ledger", "ledger", "read", "the survival ledger",
+         params=(Param("as_of", "query", _INT, "as of this seq"),
+                 Param("entry", "query", {"type": "string"}, "one entry, with its history"))),
+    Spec("get", "/v1/stats", "stats", "read", "counts and sizes"),
+    Spec("post", "/v1/verify", "verify", "read", "check the store's files"),
+    Spec("post", "/v1/dream", "dream", "write",
+         "dream the undreamed traces; SSE progress with Accept: text/event-stream",
+         body=DreamRequest, answer_media=("application/json", "text/event-stream")),
+    Spec("post", "/kg/advice", "kg_advice", "kg", "evolver remote memory graph: advice",
+         body=KgAdviceRequest, answer=KgAdviceResponse),
+    Spec("post", "/kg/ingest", "kg_ingest", "kg", "evolver remote memory graph: ingest",
+         body=KgIngestRequest, answer=KgIngestResponse),
+    *CTE_SPECS,
+)  # fmt: skip
+_ = Receipt  # an append of one event answers a Receipt (documented with the batch form)
+
+
+def create_app(config: ServerConfig, *, mcp: bool | None = None) -> Starlette:
+    """The server for ``config.store`` (the store opens when the app starts)."""
+    with_mcp = config.mcp if mcp is None else mcp
+    store = ServerStore(config)
+    state = AppState(config, store, Metrics())
+    routes: list[Any] = [
+        Route(s.path, _HANDLERS[s.name], methods=[s.method.upper()]) for s in SPECS
+    ]
+    mcp_server = None
+    if with_mcp:
+        from evolog.mcp import mcp_routes
+
+        mcp_server, extra = mcp_routes(state)
+        routes.extend(extra)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await store.start()
+        try:
+            if mcp_server is not None:
+                async with mcp_server.session_manager.run():
+                    yield
+            else:
+                yield
+        finally:
+            await store.stop()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.evolog = state
+    app.state.openapi = document(SPECS, version())
+    return app
+
+
+def asgi_app(config: ServerConfig) -> ASGIApp:
+    return create_app(config)

@@ -1,0 +1,1 @@
+"""Routes compatible with the evolving-memory reference's REST server (``/cte``)."""

@@ -1,0 +1,1 @@
+"""evolver's remote memory graph (``/kg/advice``, ``/kg/ingest``)."""

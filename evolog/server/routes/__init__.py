@@ -1,0 +1,1 @@
+"""The native API's routes (``/v1``), ``/healthz``, ``/metrics`` and ``/openapi.json``."""
