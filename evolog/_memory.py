@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ._recall import RecallResult
     from ._remember import CompressResult, Remembered
 
+    from .iceberg import PublishResult
+
 
 class Memory:
     """An agent's memory: an append-only event log in ``path`` (created if missing).
@@ -98,6 +100,23 @@ class Memory:
 
     def seal(self) -> SealResult:
         return self.log.seal()
+
+    def publish_iceberg(
+        self,
+        catalog: str,
+        table: str = "evolog.events",
+        *,
+        store_id: str | None = None,
+        warehouse: str | None = None,
+        seal: bool = False,
+    ) -> PublishResult:
+        """Publish the sealed segments into an Apache Iceberg table (``evolog[iceberg]``);
+        ``seal`` seals the WAL first. See :func:`evolog.iceberg.publish`."""
+        from .iceberg import publish
+
+        if seal:
+            self.log.seal()
+        return publish(self.path, catalog, table, store_id=store_id, warehouse=warehouse)
 
     def compact(self, small_rows: int = 100_000, target_rows: int = 1_000_000) -> CompactResult:
         """Merge adjacent small segments (events and seqs unchanged)."""

@@ -114,6 +114,7 @@ _FEATURE_LAYERS = {
     **dict.fromkeys(("ledger", "tick", "survive"), "ledger"),
     **dict.fromkeys(("remember", "recall", "feedback", "compress"), "memory"),
     **dict.fromkeys(("serve", "mcp"), "server"),
+    "publish": "publish",
 }
 
 
@@ -136,6 +137,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ._memory import add_memory_commands as add
         elif layer == "server":
             from ._serve import add_server_commands as add
+        elif layer == "publish":
+            from ..iceberg._cli import add_publish_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)
@@ -219,7 +222,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _add_feature_commands(sub, [layer])
         return p
     _add_core_commands(sub)
-    _add_feature_commands(sub, ["sql", "advice", "dream", "ledger", "memory", "server"])
+    _add_feature_commands(
+        sub, ["sql", "advice", "dream", "ledger", "memory", "server", "publish"]
+    )
 
     s = sub.add_parser("demo", help="simulate an agent into a store and show what it stored")
     s.add_argument("--dir", default="evolog-demo")

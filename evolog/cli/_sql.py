@@ -34,6 +34,9 @@ def add_sql_commands(sub: Any) -> None:
     s.add_argument("query", help='e.g. "SELECT kind, count(*) FROM events GROUP BY kind"')
     _common(s, "table")
     s.add_argument("--out", help="write the result to this Parquet file instead")
+    from ..iceberg._cli import add_sql_options
+
+    add_sql_options(s)
     s.set_defaults(func=run_sql)
 
     s = sub.add_parser("edges", help="edge stats per (signal key, gene), or gene priors")
@@ -140,9 +143,17 @@ def _parse_now(text: str | None) -> int | None:
     return parse_ts(int(text) if text.isdigit() else text, "--now")
 
 
-@_errors
 def run_sql(args: argparse.Namespace) -> int:
-    """``evolog sql QUERY``."""
+    """``evolog sql QUERY`` (over an Iceberg table with ``--iceberg``)."""
+    if getattr(args, "iceberg", None) is not None:
+        from ..iceberg._cli import run_iceberg_sql
+
+        return run_iceberg_sql(args)
+    return _run_store_sql(args)
+
+
+@_errors
+def _run_store_sql(args: argparse.Namespace) -> int:
     proj = _projections(args)
     out = None
     if args.out:  # refused before the query runs, not after
@@ -151,8 +162,7 @@ def run_sql(args: argparse.Namespace) -> int:
         out = outside_store(proj.paths.root, args.out, "--out")
     table = proj.sql(args.query, **_bounds(args))
     if out is not None:
-        _write_parquet(table, out)
-        print(_json({"rows": table.num_rows, "out": out}))
+        write_result(table, out)
         return 0
     render(table, args.format, sys.stdout)
     return 0
@@ -199,6 +209,12 @@ def _signals(args: argparse.Namespace) -> list[str] | None:
 
 def _split(text: str | None) -> list[str] | None:
     return [p.strip() for p in text.split(",") if p.strip()] if text is not None else None
+
+
+def write_result(table: pa.Table, out: str) -> None:
+    """``--out``: the result as a Parquet file, and a line saying so."""
+    _write_parquet(table, out)
+    print(_json({"rows": table.num_rows, "out": out}))
 
 
 def _write_parquet(table: pa.Table, path: str) -> None:

@@ -1,0 +1,120 @@
+"""``evolog publish iceberg`` and ``evolog sql --iceberg``: the package from the shell.
+
+Errors print as one line (``evolog: error: ...``) and exit 2 for bad input, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ._catalog import DEFAULT_TABLE
+
+_EXAMPLE = "e.g. evolog publish iceberg ./warehouse --store-id laptop-1"
+
+
+def add_publish_commands(sub: Any) -> None:
+    """Register ``publish`` (its one target: ``iceberg``) on the ``evolog`` subparsers."""
+    p = sub.add_parser("publish", help="publish the sealed log to a shared table format")
+    targets = p.add_subparsers(dest="target", required=True, metavar="TARGET")
+    s = targets.add_parser(
+        "iceberg",
+        help="register the store's sealed segments in an Apache Iceberg table",
+        description="Register the store's sealed Parquet segments (in place, byte-identical) "
+        "in an Iceberg table, one snapshot per publish; publishing again adds only what is "
+        f"new. Needs the extra evolog[iceberg]. {_EXAMPLE}",
+    )
+    s.add_argument(
+        "catalog",
+        help="a warehouse directory (SQLite catalog in it, created if missing), a SQLAlchemy "
+        "URI, an http(s):// REST catalog, or @NAME of a pyiceberg-configured catalog",
+    )
+    s.add_argument("--table", default=DEFAULT_TABLE, help=f"NAMESPACE.NAME ({DEFAULT_TABLE})")
+    s.add_argument("--store-id", help="this store's id in the table (default: host:/path/of/store)")
+    s.add_argument("--warehouse", help="the warehouse of a SQL or REST catalog given by URI")
+    s.add_argument("--seal", action="store_true", help="seal the WAL first (else: sealed only)")
+    s.set_defaults(func=run_publish)
+
+
+def add_sql_options(s: Any) -> None:
+    """``evolog sql``'s options for reading an Iceberg table instead of the store."""
+    s.add_argument(
+        "--iceberg",
+        metavar="CATALOG:TABLE",
+        help="query this Iceberg table (as the view events) instead of the store, "
+        "e.g. ./warehouse:evolog.events (needs evolog[iceberg])",
+    )
+    s.add_argument("--snapshot", type=int, help="with --iceberg: read this snapshot id")
+    s.add_argument("--warehouse", help="with --iceberg: the warehouse of a catalog URI")
+
+
+def _one_line_errors(func: Callable[[Any], int]) -> Callable[[Any], int]:
+    def wrapper(args: Any) -> int:
+        from evolog.projections._errors import ProjectionError
+
+        from ._errors import IcebergError
+
+        try:
+            return func(args)
+        except (IcebergError, ProjectionError) as exc:
+            print(f"evolog: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2 if isinstance(exc, ValueError) else 1
+
+    return wrapper
+
+
+@_one_line_errors
+def run_publish(args: Any) -> int:
+    """``evolog publish iceberg CATALOG``."""
+    import msgspec
+
+    from ..cli._common import store_path
+    from ._publish import publish
+
+    store = store_path(args)
+    if args.seal:
+        from evolog.eventlog import EventLog
+
+        with EventLog(store, auto_seal="off") as log:
+            log.seal()
+    result = publish(
+        store, args.catalog, args.table, store_id=args.store_id, warehouse=args.warehouse
+    )
+    out = msgspec.json.format(msgspec.json.encode(result._asdict()), indent=2)
+    sys.stdout.buffer.write(out + b"\n")
+    return 0
+
+
+@_one_line_errors
+def run_iceberg_sql(args: Any) -> int:
+    """``evolog sql --iceberg CATALOG:TABLE QUERY``."""
+    from ._catalog import local_warehouse, split_target
+    from ._read import iceberg_sql
+
+    as_of, as_of_ts = None, None
+    if args.as_of is not None:
+        from ..cli._read import parse_as_of
+
+        as_of, as_of_ts = parse_as_of(args.as_of)
+    out = None
+    if args.out:  # refused before the query runs; never into the warehouse
+        from evolog.projections._sqlguard import outside_store
+
+        warehouse = local_warehouse(split_target(args.iceberg)[0])
+        out = outside_store(warehouse, args.out, "--out") if warehouse else args.out
+    table = iceberg_sql(
+        args.iceberg,
+        args.query,
+        snapshot_id=args.snapshot,
+        as_of=as_of,
+        as_of_ts=as_of_ts,
+        warehouse=args.warehouse,
+    )
+    from ..cli._sql import render, write_result
+
+    if out is not None:
+        write_result(table, out)
+        return 0
+    render(table, args.format, sys.stdout)
+    return 0

@@ -1,0 +1,169 @@
+"""``evolog sql --iceberg``: DuckDB over a table's data files, planned by pyiceberg.
+
+pyiceberg plans the scan (the snapshot, the files a seq or time bound can skip); DuckDB
+reads those files in place, offline, with ``store_id`` filled from each file's partition
+value. The query goes through the rules of ``evolog sql`` (:mod:`projections._sqlguard`):
+one read-only statement, checked before anything runs, on a connection that may open only
+the planned files.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from ._catalog import (
+    backend_errors,
+    close_catalog,
+    open_catalog,
+    predicate,
+    split_target,
+    table_identifier,
+    table_name,
+)
+from ._errors import CatalogError, IcebergInputError
+from ._schema import STORE_ID
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+    from pyiceberg.table import Table
+
+
+def iceberg_sql(
+    target: str,
+    query: str,
+    *,
+    snapshot_id: int | None = None,
+    as_of: int | None = None,
+    as_of_ts: int | None = None,
+    warehouse: str | None = None,
+) -> pa.Table:
+    """Run one read-only ``query`` over the table ``target`` (``CATALOG:TABLE``) as the
+    view ``events``; ``snapshot_id`` reads an older snapshot, ``as_of`` keeps each store's
+    events with ``seq <= as_of`` and ``as_of_ts`` those with an event time (µs) up to it."""
+    from evolog.projections._source import connect
+    from evolog.projections._sqlguard import check_query, lock_down, run_query
+
+    catalog, table = split_target(target)
+    for label, value in (("snapshot", snapshot_id), ("as_of", as_of), ("as_of_ts", as_of_ts)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise IcebergInputError(f"{label}: expected an integer or None; got {value!r}")
+    con = connect()
+    try:
+        check_query(query, con)  # refused before the catalog is even opened
+        cat = open_catalog(catalog, create=False, warehouse=warehouse)
+        try:
+            with backend_errors(f"loading table {table}"):
+                tbl = cat.load_table(table_identifier(table))
+            groups, schema = plan(tbl, snapshot_id, as_of, as_of_ts)
+        finally:
+            close_catalog(cat)
+        with backend_errors(f"reading the data files of table {table}"):
+            view = _events_sql(con, groups, schema, as_of, as_of_ts)
+            con.execute(f"CREATE VIEW events AS {view}")
+        lock_down(con, [p for paths in groups.values() for p in paths])
+        return run_query(con, query)
+    finally:
+        con.close()
+
+
+def plan(
+    tbl: Table, snapshot_id: int | None, as_of: int | None, as_of_ts: int | None
+) -> tuple[dict[str, list[str]], pa.Schema]:
+    """The files to read by store id, and the snapshot's schema (as Arrow)."""
+    from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    if snapshot_id is not None and tbl.snapshot_by_id(snapshot_id) is None:
+        known = [s.snapshot_id for s in tbl.snapshots()][-5:]
+        raise IcebergInputError(
+            f"snapshot: expected a snapshot of table {table_name(tbl)} (latest: {known}); "
+            f"got {snapshot_id}"
+        )
+    where: BooleanExpression = AlwaysTrue()
+    if as_of is not None:
+        where = And(where, predicate("LessThanOrEqual", "seq", as_of))
+    if as_of_ts is not None:
+        where = And(where, predicate("LessThanOrEqual", "ts", as_of_ts))
+    groups: dict[str, list[str]] = {}
+    with backend_errors(f"planning the scan of table {table_name(tbl)}"):
+        scan = tbl.scan(row_filter=where, snapshot_id=snapshot_id)
+        schema = schema_to_pyarrow(scan.projection())
+        for task in scan.plan_files():
+            if task.delete_files:
+                raise IcebergInputError(
+                    f"table {table_name(tbl)}: has delete files, which evolog sql --iceberg does "
+                    "not apply (read it with Spark or Trino)"
+                )
+            groups.setdefault(str(task.file.partition[0]), []).append(
+                _local(task.file.file_path, task.file.file_size_in_bytes)
+            )
+    return groups, schema
+
+
+def _local(uri: str, size: int) -> str:
+    """The local path of a data file whose size is still the one the table recorded."""
+    if uri.startswith("file://"):
+        path = uri[len("file://") :]
+    elif "://" not in uri:
+        path = uri
+    else:
+        raise IcebergInputError(
+            f"{uri}: evolog sql --iceberg reads local files only (offline); "
+            "query this table with an engine that reaches its storage"
+        )
+    try:
+        got = os.stat(path).st_size
+    except OSError as exc:
+        raise CatalogError(
+            f"{path}: a data file of the table cannot be read ({exc.strerror}; a store's "
+            "garbage collection removes replaced segments after its grace period)"
+        ) from None
+    if got != size:
+        raise CatalogError(
+            f"{path}: expected a data file of {size} bytes (per the table); got {got} bytes "
+            "(changed after it was published)"
+        )
+    return path
+
+
+def _events_sql(
+    con: duckdb.DuckDBPyConnection,
+    groups: dict[str, list[str]],
+    schema: pa.Schema,
+    as_of: int | None,
+    as_of_ts: int | None,
+) -> str:
+    """One SELECT per store over its files, in the table's column order (columns a
+    store's files lack are typed NULLs), bounded by seq and time."""
+    from evolog.projections._source import ident, sql_string
+
+    names = schema.names
+    types = con.from_arrow(schema.empty_table()).types
+    null = {n: f"NULL::{t}" for n, t in zip(names, types, strict=True)}
+    parts = []
+    for sid, paths in sorted(groups.items()):
+        scan = f"read_parquet([{', '.join(sql_string(p) for p in paths)}], union_by_name = true)"
+        present = set(con.sql(f"SELECT * FROM {scan} LIMIT 0").columns)
+        cols = [
+            f"{sql_string(sid)} AS {ident(n)}"
+            if n == STORE_ID
+            else (ident(n) if n in present else f"{null[n]} AS {ident(n)}")
+            for n in names
+        ]
+        parts.append(f"SELECT {', '.join(cols)} FROM {scan}")
+    if not parts:
+        return f"SELECT * FROM {_empty(con, schema)}"
+    where = []
+    if as_of is not None:
+        where.append(f"seq <= {int(as_of)}")
+    if as_of_ts is not None:
+        where.append(f"ts <= make_timestamptz({int(as_of_ts)}::BIGINT)")
+    body = " UNION ALL ".join(parts)
+    return f"SELECT * FROM ({body})" + (f" WHERE {' AND '.join(where)}" if where else "")
+
+
+def _empty(con: duckdb.DuckDBPyConnection, schema: pa.Schema) -> str:
+    con.register("_evolog_iceberg_empty", schema.empty_table())
+    return "_evolog_iceberg_empty"
