@@ -14,9 +14,10 @@ from _iceberg_util import (
     sorted_rows,
     table_rows,
 )
-from evolog.eventlog import EventLog
-from evolog.eventlog.sealed._arrow import SCHEMA
-from evolog.eventlog.sealed._manifest import FileCommitter
+from evolog.eventlog import EventLog, init_store
+from evolog.eventlog.sealed._arrow import SCHEMA, events_to_table
+from evolog.eventlog.sealed._manifest import FileCommitter, Manifest
+from evolog.eventlog.sealed._segments import write_segment
 from evolog.projections._errors import RefusedQueryError
 from pyiceberg.catalog.sql import SqlCatalog
 
@@ -205,3 +206,30 @@ def test_iceberg_sql_keeps_the_sql_rules(tmp_path: Path, query: str) -> None:
     with pytest.raises(RefusedQueryError):
         iceberg_sql(f"{wh}:events", query)
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_segments_of_an_older_narrower_schema_read_as_nulls(tmp_path: Path) -> None:
+    """A store sealed by an older evolog (fewer columns) beside a current one: the
+    columns its files lack read as NULL, through pyiceberg and through DuckDB."""
+    stores = interleaved_stores(tmp_path, rounds=1)
+    old = tmp_path / "old"
+    paths = init_store(old)
+    with EventLog(stores["alpha"]) as log:
+        events = list(log.replay())
+    full = events_to_table(events)
+    dropped = ["rating", "tags", "probation", "observed"]
+    narrow = full.drop_columns(dropped)
+    info = write_segment(paths.segments, narrow)
+    FileCommitter(paths.manifest).commit(
+        Manifest(version=1, sealed_seq=info.last_seq, segments=[info])
+    )
+    wh = str(tmp_path / "wh")
+    publish(old, wh, store_id="old")
+    publish(stores["beta"], wh, store_id="beta")
+    want = sorted_rows(
+        [{"store_id": "old", **r, **dict.fromkeys(dropped)} for r in full.to_pylist()]
+        + replay_rows(stores["beta"], "beta")
+    )
+    assert _sql_rows(f"{wh}:events") == want
+    table = _catalog(tmp_path / "wh").load_table("evolog.events")
+    assert table_rows(table.scan().to_arrow()) == want

@@ -5,6 +5,7 @@ Errors print as one line (``evolog: error: ...``) and exit 2 for bad input, 1 ot
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -72,6 +73,9 @@ def run_publish(args: Any) -> int:
     from ..cli._common import store_path
     from ._publish import publish
 
+    # pyiceberg logs each commit it retries after losing a race to another publisher;
+    # the command's output is its JSON result (or one error line), not a log.
+    logging.getLogger("pyiceberg").setLevel(logging.ERROR)
     store = store_path(args)
     if args.seal:
         from evolog.eventlog import EventLog

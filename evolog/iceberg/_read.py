@@ -10,6 +10,7 @@ the planned files.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._catalog import (
@@ -27,6 +28,7 @@ from ._schema import STORE_ID
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
+    from pyiceberg.schema import Schema
     from pyiceberg.table import Table
 
 
@@ -49,7 +51,7 @@ def iceberg_sql(
     for label, value in (("snapshot", snapshot_id), ("as_of", as_of), ("as_of_ts", as_of_ts)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise IcebergInputError(f"{label}: expected an integer or None; got {value!r}")
-    con = connect()
+    con = connect(catalog=True)  # footers read to bind the view are kept for the query
     try:
         check_query(query, con)  # refused before the catalog is even opened
         cat = open_catalog(catalog, create=False, warehouse=warehouse)
@@ -62,7 +64,7 @@ def iceberg_sql(
         with backend_errors(f"reading the data files of table {table}"):
             view = _events_sql(con, groups, schema, as_of, as_of_ts)
             con.execute(f"CREATE VIEW events AS {view}")
-        lock_down(con, [p for paths in groups.values() for p in paths])
+        lock_down(con, [p for group in groups.values() for p in group.paths])
         return run_query(con, query)
     finally:
         con.close()
@@ -70,7 +72,7 @@ def iceberg_sql(
 
 def plan(
     tbl: Table, snapshot_id: int | None, as_of: int | None, as_of_ts: int | None
-) -> tuple[dict[str, list[str]], pa.Schema]:
+) -> tuple[dict[str, Group], pa.Schema]:
     """The files to read by store id, and the snapshot's schema (as Arrow)."""
     from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
     from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -86,20 +88,60 @@ def plan(
         where = And(where, predicate("LessThanOrEqual", "seq", as_of))
     if as_of_ts is not None:
         where = And(where, predicate("LessThanOrEqual", "ts", as_of_ts))
-    groups: dict[str, list[str]] = {}
+    groups: dict[str, Group] = {}
     with backend_errors(f"planning the scan of table {table_name(tbl)}"):
         scan = tbl.scan(row_filter=where, snapshot_id=snapshot_id)
-        schema = schema_to_pyarrow(scan.projection())
+        projection = scan.projection()
+        column_of = _column_of(projection)
         for task in scan.plan_files():
             if task.delete_files:
                 raise IcebergInputError(
                     f"table {table_name(tbl)}: has delete files, which evolog sql --iceberg does "
                     "not apply (read it with Spark or Trino)"
                 )
-            groups.setdefault(str(task.file.partition[0]), []).append(
-                _local(task.file.file_path, task.file.file_size_in_bytes)
-            )
-    return groups, schema
+            group = groups.setdefault(str(task.file.partition[0]), Group([], set()))
+            group.paths.append(_local(task.file.file_path, task.file.file_size_in_bytes))
+            # The columns a file holds, from its metadata (every leaf column has a value
+            # count): no footer is read to learn that a store's files lack a column.
+            counts = task.file.value_counts
+            if not counts or group.present is None:
+                group.present = None  # no statistics: DuckDB reads the footers instead
+            else:
+                group.present.update(column_of[i] for i in counts if i in column_of)
+        return groups, schema_to_pyarrow(projection)
+
+
+@dataclass(slots=True)
+class Group:
+    """One store's data files, and the columns they hold (None: not known)."""
+
+    paths: list[str]
+    present: set[str] | None
+
+
+def _column_of(schema: Schema) -> dict[int, str]:
+    """The top-level column of every field id, nested ones included."""
+    from pyiceberg.types import ListType, MapType, NestedField, StructType
+
+    out: dict[int, str] = {}
+
+    def walk(field: NestedField, top: str) -> None:
+        out[field.field_id] = top
+        kind = field.field_type
+        if isinstance(kind, StructType):
+            children = list(kind.fields)
+        elif isinstance(kind, ListType):
+            children = [kind.element_field]
+        elif isinstance(kind, MapType):
+            children = [kind.key_field, kind.value_field]
+        else:
+            children = []
+        for child in children:
+            walk(child, top)
+
+    for field in schema.fields:
+        walk(field, field.name)
+    return out
 
 
 def _local(uri: str, size: int) -> str:
@@ -130,7 +172,7 @@ def _local(uri: str, size: int) -> str:
 
 def _events_sql(
     con: duckdb.DuckDBPyConnection,
-    groups: dict[str, list[str]],
+    groups: dict[str, Group],
     schema: pa.Schema,
     as_of: int | None,
     as_of_ts: int | None,
@@ -143,9 +185,12 @@ def _events_sql(
     types = con.from_arrow(schema.empty_table()).types
     null = {n: f"NULL::{t}" for n, t in zip(names, types, strict=True)}
     parts = []
-    for sid, paths in sorted(groups.items()):
-        scan = f"read_parquet([{', '.join(sql_string(p) for p in paths)}], union_by_name = true)"
-        present = set(con.sql(f"SELECT * FROM {scan} LIMIT 0").columns)
+    for sid, group in sorted(groups.items()):
+        files = ", ".join(sql_string(p) for p in group.paths)
+        scan = f"read_parquet([{files}], union_by_name = true)"
+        present = group.present
+        if present is None:
+            present = set(con.sql(f"SELECT * FROM {scan} LIMIT 0").columns)
         cols = [
             f"{sql_string(sid)} AS {ident(n)}"
             if n == STORE_ID

@@ -1,0 +1,151 @@
+"""Iceberg publishing and querying (issue 19); every figure is a ratio to a baseline run here.
+
+    python bench/bench_iceberg.py                      # small, a check that it all runs
+    python bench/bench_iceberg.py --events 10000000 --query-events 1000000 --runs 3
+
+1. Publish: ``evolog.iceberg.publish`` of a sealed store of ``--events`` events into a new
+   table, against pyiceberg's ``Table.add_files`` alone on the same files into a new table
+   of the same schema (goal: <= 5 s at 1e7 events and <= 1.2x add_files). Both run in this
+   process, pyiceberg already imported, alternating, the median of ``--runs``.
+2. Query: a GROUP BY through ``evolog sql --iceberg`` over a table of 3 stores of
+   ``--query-events`` each, against the same query through ``evolog sql`` on one store of
+   3x as many events (goal: <= 2x). Measured twice: as cold commands (fresh interpreters,
+   as a user runs them; the iceberg side pays for importing pyiceberg and SQLAlchemy), and
+   in one process (``iceberg_sql`` against ``Projections.sql``, imports done).
+
+Stores are written the fast way of bench_projections (synthetic Arrow tables sealed by the
+log's own segment writer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_projections import make_store
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY = (
+    "SELECT kind, count(*) AS n, avg(score) AS avg_score FROM events GROUP BY kind ORDER BY kind"
+)
+
+
+def bench_publish(base: Path, events: int, runs: int) -> dict[str, float]:
+    from evolog.eventlog.sealed._arrow import SCHEMA
+    from evolog.eventlog.sealed._manifest import FileCommitter
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from evolog.iceberg import publish
+    from evolog.iceberg._schema import load_or_create
+
+    store = base / "pub-store"
+    make_store(store, events)
+    manifest = FileCommitter(str(store / "manifest.json")).load()
+    files = [f"file://{store.resolve() / 'segments' / s.file}" for s in manifest.segments]
+
+    def new_table(wh: Path) -> None:
+        wh.mkdir()
+        cat = SqlCatalog("evolog", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}")
+        load_or_create(cat, ("evolog", "events"), SCHEMA)
+
+    def ours(i: int) -> float:
+        new_table(base / f"wh-ours-{i}")  # both start from an empty table
+        start = time.perf_counter()
+        result = publish(store, str(base / f"wh-ours-{i}"), store_id="bench")
+        took = time.perf_counter() - start
+        assert result.added_rows == events, result
+        return took
+
+    def add_files_alone(i: int) -> float:
+        wh = base / f"wh-base-{i}"
+        new_table(wh)
+        start = time.perf_counter()
+        cat = SqlCatalog("evolog", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}")
+        cat.load_table("evolog.events").add_files(files)
+        return time.perf_counter() - start
+
+    ours(-1)  # warm the imports and the page cache for both
+    pairs = [(ours(i), add_files_alone(i)) for i in range(runs)]
+    mine = statistics.median(p[0] for p in pairs)
+    base_s = statistics.median(p[1] for p in pairs)
+    return {
+        "segments": len(files),
+        "publish_s": round(mine, 3),
+        "add_files_s": round(base_s, 3),
+        "ratio": round(mine / base_s, 3),
+    }
+
+
+def _cold(args: list[str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "evolog", *args], cwd=ROOT, capture_output=True, check=False
+    )
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"evolog {' '.join(args)} failed: {proc.stderr.decode()}")
+    return took
+
+
+def bench_query(base: Path, events: int, runs: int) -> dict[str, float]:
+    from evolog.projections import Projections
+
+    from evolog.iceberg import iceberg_sql, publish
+
+    wh = base / "wh-query"
+    for i in range(3):
+        make_store(base / f"q{i}", events, seed=11 + i)
+        publish(base / f"q{i}", str(wh), store_id=f"store-{i}")
+    whole = base / "q-all"
+    make_store(whole, 3 * events, seed=11)
+    target = f"{wh}:evolog.events"
+    assert iceberg_sql(target, "SELECT count(*) AS n FROM events")["n"][0].as_py() == 3 * events
+    ice = ["sql", "--iceberg", target, QUERY, "--format", "csv"]
+    one = ["--store", str(whole), "sql", QUERY, "--format", "csv"]
+    _cold(ice), _cold(one)  # warm the page cache
+    cold = [(_cold(ice), _cold(one)) for _ in range(runs)]
+
+    def warm_ice() -> float:
+        start = time.perf_counter()
+        iceberg_sql(target, QUERY)
+        return time.perf_counter() - start
+
+    def warm_one() -> float:
+        start = time.perf_counter()
+        Projections(whole).sql(QUERY)
+        return time.perf_counter() - start
+
+    warm_ice(), warm_one()
+    warm = [(warm_ice(), warm_one()) for _ in range(runs)]
+    out = {}
+    for label, pairs in (("cold", cold), ("in_process", warm)):
+        iceberg = statistics.median(p[0] for p in pairs)
+        single = statistics.median(p[1] for p in pairs)
+        out[f"{label}_iceberg_s"] = round(iceberg, 3)
+        out[f"{label}_one_store_s"] = round(single, 3)
+        out[f"{label}_ratio"] = round(iceberg / single, 3)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--events", type=int, default=200_000, help="events of the published store")
+    p.add_argument("--query-events", type=int, default=100_000, help="events per query store")
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-iceberg-") as tmp:
+        base = Path(tmp)
+        pub = bench_publish(base, args.events, args.runs)
+        print(f"publish {args.events:,} events: {pub}")
+        query = bench_query(base, args.query_events, args.runs)
+        print(f"GROUP BY over 3 x {args.query_events:,} events: {query}")
+
+
+if __name__ == "__main__":
+    main()
