@@ -138,7 +138,7 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
         elif layer == "server":
             from ._serve import add_server_commands as add
         elif layer == "publish":
-            from ..iceberg._cli import add_publish_commands as add
+            from ._iceberg import add_publish_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)

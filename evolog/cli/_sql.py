@@ -34,7 +34,7 @@ def add_sql_commands(sub: Any) -> None:
     s.add_argument("query", help='e.g. "SELECT kind, count(*) FROM events GROUP BY kind"')
     _common(s, "table")
     s.add_argument("--out", help="write the result to this Parquet file instead")
-    from ..iceberg._cli import add_sql_options
+    from ._iceberg import add_sql_options
 
     add_sql_options(s)
     s.set_defaults(func=run_sql)
@@ -103,14 +103,17 @@ def _common(s: argparse.ArgumentParser, default_format: str) -> None:
 
 
 def _errors(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Print projection errors as one line: exit 2 for bad input, 1 for anything else."""
+    """Print projection (and Iceberg) errors as one line: exit 2 for bad input, 1 for
+    anything else."""
 
     def wrapper(args: argparse.Namespace) -> int:
         from evolog.projections._errors import ProjectionError
 
+        from ..iceberg._errors import IcebergError
+
         try:
             return func(args)
-        except ProjectionError as exc:
+        except (ProjectionError, IcebergError) as exc:
             print(f"evolog: error: {exc}", file=sys.stderr)
             return 2 if isinstance(exc, ValueError) else 1
 
@@ -143,26 +146,24 @@ def _parse_now(text: str | None) -> int | None:
     return parse_ts(int(text) if text.isdigit() else text, "--now")
 
 
+@_errors
 def run_sql(args: argparse.Namespace) -> int:
     """``evolog sql QUERY`` (over an Iceberg table with ``--iceberg``)."""
     if getattr(args, "iceberg", None) is not None:
-        from ..iceberg._cli import run_iceberg_sql
+        from ._iceberg import iceberg_result
 
-        return run_iceberg_sql(args)
-    return _run_store_sql(args)
+        table, out = iceberg_result(args)
+    else:
+        proj = _projections(args)
+        out = None
+        if args.out:  # refused before the query runs, not after
+            from evolog.projections._sqlguard import outside_store
 
-
-@_errors
-def _run_store_sql(args: argparse.Namespace) -> int:
-    proj = _projections(args)
-    out = None
-    if args.out:  # refused before the query runs, not after
-        from evolog.projections._sqlguard import outside_store
-
-        out = outside_store(proj.paths.root, args.out, "--out")
-    table = proj.sql(args.query, **_bounds(args))
+            out = outside_store(proj.paths.root, args.out, "--out")
+        table = proj.sql(args.query, **_bounds(args))
     if out is not None:
-        write_result(table, out)
+        _write_parquet(table, out)
+        print(_json({"rows": table.num_rows, "out": out}))
         return 0
     render(table, args.format, sys.stdout)
     return 0
@@ -209,12 +210,6 @@ def _signals(args: argparse.Namespace) -> list[str] | None:
 
 def _split(text: str | None) -> list[str] | None:
     return [p.strip() for p in text.split(",") if p.strip()] if text is not None else None
-
-
-def write_result(table: pa.Table, out: str) -> None:
-    """``--out``: the result as a Parquet file, and a line saying so."""
-    _write_parquet(table, out)
-    print(_json({"rows": table.num_rows, "out": out}))
 
 
 def _write_parquet(table: pa.Table, path: str) -> None:

@@ -1,4 +1,5 @@
-"""``evolog publish iceberg`` and ``evolog sql --iceberg``: the package from the shell.
+"""``evolog publish iceberg`` and ``evolog sql --iceberg``: :mod:`evolog.iceberg` from the
+shell. Registering them imports neither pyiceberg nor pyarrow.
 
 Errors print as one line (``evolog: error: ...``) and exit 2 for bad input, 1 otherwise.
 """
@@ -8,9 +9,14 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._catalog import DEFAULT_TABLE
+from ._common import store_path
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+from ..iceberg._catalog import DEFAULT_TABLE
 
 _EXAMPLE = "e.g. evolog publish iceberg ./warehouse --store-id laptop-1"
 
@@ -52,13 +58,11 @@ def add_sql_options(s: Any) -> None:
 
 def _one_line_errors(func: Callable[[Any], int]) -> Callable[[Any], int]:
     def wrapper(args: Any) -> int:
-        from evolog.projections._errors import ProjectionError
-
-        from ._errors import IcebergError
+        from ..iceberg._errors import IcebergError
 
         try:
             return func(args)
-        except (IcebergError, ProjectionError) as exc:
+        except IcebergError as exc:
             print(f"evolog: error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2 if isinstance(exc, ValueError) else 1
 
@@ -70,8 +74,7 @@ def run_publish(args: Any) -> int:
     """``evolog publish iceberg CATALOG``."""
     import msgspec
 
-    from ..cli._common import store_path
-    from ._publish import publish
+    from ..iceberg._publish import publish
 
     # pyiceberg logs each commit it retries after losing a race to another publisher;
     # the command's output is its JSON result (or one error line), not a log.
@@ -90,19 +93,19 @@ def run_publish(args: Any) -> int:
     return 0
 
 
-@_one_line_errors
-def run_iceberg_sql(args: Any) -> int:
-    """``evolog sql --iceberg CATALOG:TABLE QUERY``."""
-    from ._catalog import local_warehouse, split_target
-    from ._read import iceberg_sql
+def iceberg_result(args: Any) -> tuple[pa.Table, str | None]:
+    """``evolog sql --iceberg CATALOG:TABLE QUERY``: the result, and where ``--out`` writes
+    it (checked before the query runs: never into a local warehouse)."""
+    from ..iceberg._catalog import local_warehouse, split_target
+    from ..iceberg._read import iceberg_sql
 
     as_of, as_of_ts = None, None
     if args.as_of is not None:
-        from ..cli._read import parse_as_of
+        from ._read import parse_as_of
 
         as_of, as_of_ts = parse_as_of(args.as_of)
     out = None
-    if args.out:  # refused before the query runs; never into the warehouse
+    if args.out:
         from evolog.projections._sqlguard import outside_store
 
         warehouse = local_warehouse(split_target(args.iceberg)[0])
@@ -115,10 +118,4 @@ def run_iceberg_sql(args: Any) -> int:
         as_of_ts=as_of_ts,
         warehouse=args.warehouse,
     )
-    from ..cli._sql import render, write_result
-
-    if out is not None:
-        write_result(table, out)
-        return 0
-    render(table, args.format, sys.stdout)
-    return 0
+    return table, out
