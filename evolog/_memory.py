@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 
     from ._recall import RecallResult
     from ._remember import CompressResult, Remembered
-
     from .iceberg import PublishResult
 
 
