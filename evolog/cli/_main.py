@@ -222,9 +222,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _add_feature_commands(sub, [layer])
         return p
     _add_core_commands(sub)
-    _add_feature_commands(
-        sub, ["sql", "advice", "dream", "ledger", "memory", "server", "publish"]
-    )
+    _add_feature_commands(sub, ["sql", "advice", "dream", "ledger", "memory", "server", "publish"])
 
     s = sub.add_parser("demo", help="simulate an agent into a store and show what it stored")
     s.add_argument("--dir", default="evolog-demo")
