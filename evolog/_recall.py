@@ -94,7 +94,13 @@ def recall(
     budget = _count("budget_chars", cfg.budget_chars if budget_chars is None else budget_chars)
     limit = _count("top_n", cfg.top_n if top_n is None else top_n)
     if threshold is not None:
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+            raise InvalidParameterError(f"threshold: expected a number; got {threshold!r}")
+        if not 0 <= threshold < float("inf"):
+            raise InvalidParameterError(f"threshold: expected a number >= 0; got {threshold!r}")
         cfg = msgspec.structs.replace(cfg, retrieval_threshold=float(threshold))
+    if isinstance(branches, str):
+        raise InvalidParameterError(f"branches: expected a list of branches; got {branches!r}")
     with log.snapshot() as snap:
         fold = index.refresh(snap, log)
         dead = index.dead_entries(log, snap) if survival and fold.state.items else frozenset()

@@ -53,6 +53,9 @@ def test_bad_input_is_one_line_and_writes_nothing(mem: Memory) -> None:
         lambda: mem.feedback("x", "great"),
         lambda: mem.recall("q", budget_chars=-1),
         lambda: mem.recall("q", top_n=1.5),  # type: ignore[arg-type]
+        lambda: mem.recall("q", threshold="high"),  # type: ignore[arg-type]
+        lambda: mem.recall("q", threshold=float("nan")),
+        lambda: mem.recall("q", branches="ops"),
         lambda: mem.compress(undo="nope"),
     ):
         with pytest.raises(InvalidParameterError) as info:
