@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import msgspec
 from evolog.eventlog import DreamBegin, DreamEnd, Event, EventLog, EventLogError
 from evolog.eventlog._files import FileLock
+from evolog.projections.graph._cache import GraphCache
 from evolog.projections.graph._embed import Embedder, get_embedder
-from evolog.projections.graph._memgraph import MemGraph, StrategyNode, load_memgraph
+from evolog.projections.graph._memgraph import MemGraph, StrategyNode
 from evolog.projections.graph._vectors import VectorIndex, wanted_texts
 
 from ._dreamer import Dreamer
@@ -114,7 +115,8 @@ def dream(
     if config.fallback and not isinstance(dreamer, HeuristicDreamer):
         dreamer = Guarded(dreamer)
     with dream_lock(log):
-        graph = load_memgraph(log)
+        cache = GraphCache(log)
+        graph = cache.memgraph()
         consumed = graph.consumed()
         pending = sorted(
             (t for t in load_traces(log).values() if t.complete and t.id not in consumed),
@@ -126,6 +128,9 @@ def dream(
         reports = _run_batches(log, graph, chosen, dreamer, index, config, progress)
         index.sync(wanted_texts(graph))
         with contextlib.suppress(Exception):  # the index is a cache: failing to save is fine
+            # The graph is at the head of the log (the dream lock keeps other dreams and
+            # undos out), so the index is in sync with the checkpoint brought there.
+            index.graph = cache.views().generation
             index.save()
     return DreamReport(
         dreamer.name, tuple(reports), sum(r.traces for r in reports), len(pending) - len(chosen)

@@ -22,7 +22,7 @@ from evolog.eventlog import (
     Prune,
     Retraction,
 )
-from evolog.projections.graph._memgraph import load_memgraph
+from evolog.projections.graph._cache import cached_memgraph
 
 from ._cycle import dream_lock
 from ._errors import UndoError
@@ -74,7 +74,7 @@ def undo_cycle(
     on it and ``cascade`` is false.
     """
     with dream_lock(log):
-        graph = load_memgraph(log)
+        graph = cached_memgraph(log)
         if cycle in graph.retracted_cycles:
             raise UndoError(f"dream cycle {cycle!r} was already undone")
         live = [c.cycle for c in graph.cycles()]

@@ -33,9 +33,11 @@ from typing import Final
 import msgspec
 import numpy as np
 from evolog.eventlog import EventLog
+from evolog.projections.graph._cache import graph_views
 from evolog.projections.graph._embed import Embedder, get_embedder
-from evolog.projections.graph._memgraph import ConstraintView, MemGraph, load_memgraph
-from evolog.projections.graph._vectors import VectorIndex, node_texts, wanted_texts
+from evolog.projections.graph._types import ConstraintView
+from evolog.projections.graph._vectors import VectorIndex, node_texts, sync_to_views
+from evolog.projections.graph._views import GraphReader
 
 from .._errors import AdviceError
 from ._applicability import Applicability, ApplicabilityRule, judge, null_for, rule_for
@@ -151,7 +153,7 @@ class Router:
 
     def __init__(
         self,
-        graph: MemGraph,
+        graph: GraphReader,
         index: VectorIndex,
         config: RouterConfig | None = None,
         dead: Mapping[str, str] | None = None,
@@ -181,17 +183,17 @@ class Router:
         config: RouterConfig | None = None,
         include_dead: bool = False,
     ) -> Router:
-        """Fold the log's memory graph and bring its cached vector index up to date.
+        """The log's memory graph from its checkpoint (brought to the head of the log) and
+        its cached vector index brought up to date with it.
 
         Nodes the survival ledger has buried are skipped unless ``include_dead``.
         """
         from evolog.projections import deaths
 
         dead = {} if include_dead else deaths(log)
-        graph = load_memgraph(log)
+        graph = graph_views(log)
         index = VectorIndex.open(embedder or get_embedder(), log.paths.cache)
-        added, removed = index.sync(wanted_texts(graph))
-        if added or removed:
+        if sync_to_views(index, graph):
             # The index is a cache: routing works from memory even if it cannot be saved.
             with contextlib.suppress(Exception):
                 index.save()

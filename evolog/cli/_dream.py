@@ -21,8 +21,6 @@ from ._common import store_path
 if TYPE_CHECKING:
     import argparse
 
-    from evolog.projections.graph._memgraph import MemGraph
-
 __all__ = ["add_dream_commands", "demo_dream"]
 
 Handler = Callable[[Any], int]
@@ -204,9 +202,9 @@ def _known_cycle(log: Any, cycle: str) -> None:
     input leaves the store as it was, without a new lock file. (``undo_cycle`` checks again
     under the lock.)"""
     from evolog.dream import UndoError
-    from evolog.projections.graph._memgraph import load_memgraph
+    from evolog.projections.graph._cache import cached_memgraph
 
-    graph = load_memgraph(log)
+    graph = cached_memgraph(log)
     live = [c.cycle for c in graph.cycles()]
     if cycle not in live and cycle not in graph.retracted_cycles:
         recent = ", ".join(live[-5:]) or "none"
@@ -215,10 +213,10 @@ def _known_cycle(log: Any, cycle: str) -> None:
 
 def _cmd_dream_cycles(args: Any) -> int:
     from evolog.eventlog import EventLog
-    from evolog.projections.graph._memgraph import load_memgraph
+    from evolog.projections.graph._cache import cached_memgraph
 
     with EventLog(store_path(args)) as log:
-        graph = load_memgraph(log)
+        graph = cached_memgraph(log)
     # Trace lists can be thousands long; `evolog graph` and the events themselves have them.
     cycles = [
         msgspec.to_builtins(c) | {"traces": len(c.traces), "consumed": len(c.consumed)}
@@ -250,42 +248,24 @@ def _cmd_route(args: Any) -> int:
     return 0
 
 
-def _node_json(graph: MemGraph, node_id: str) -> dict[str, Any]:
-    node = graph.node(node_id)
-    assert node is not None
-    s, f = graph.outcomes(node_id)
-    out: dict[str, Any] = msgspec.to_builtins(node)
-    out["successes"], out["failures"] = s, f
-    out["steps"] = [
-        {"id": st.id, "index": st.index, "action": st.action, "reasoning": st.reasoning,
-         "result": st.result}
-        for st in graph.steps(node_id)
-    ]  # fmt: skip
-    out["constraints"] = msgspec.to_builtins(graph.constraints(node_id))
-    out["links"] = [
-        msgspec.to_builtins(e) for e in graph.edges(node_id) if e.edge_type not in _STRUCTURAL
-    ]
-    return out
-
-
-_STRUCTURAL = frozenset({"IS_CHILD_OF", "NEXT_STEP", "PREVIOUS_STEP"})
-
-
 def _cmd_graph(args: Any) -> int:
     from evolog.eventlog import EventLog
-    from evolog.projections.graph._memgraph import load_memgraph
+    from evolog.projections.graph._cache import graph_views
+    from evolog.projections.graph._views import graph_document
 
     with EventLog(store_path(args)) as log:
-        graph = load_memgraph(log)
+        graph = graph_views(log)
     if args.node:
         resolved = graph.resolve(args.node)
         if resolved is None:
             raise _InputError(f"--node: expected a node of the memory graph; got {args.node!r}")
         ids = [args.node] if args.node == resolved else [args.node, resolved]
+        views = [graph.view(row) for row in map(graph.row, ids) if row is not None]
     else:
-        ids = [n.id for n in graph.nodes(live_only=not args.all)]
-    nodes = [_node_json(graph, i) for i in ids]
-    _emit({"nodes": nodes, "live": sum(1 for _ in graph.nodes()), "cycles": len(graph.cycles())})
+        views = graph.views(live_only=not args.all)
+    # The views are stored as printed: the output is their concatenation.
+    sys.stdout.buffer.writelines(graph_document(views, graph.live_count, graph.cycle_count))
+    sys.stdout.flush()
     return 0
 
 

@@ -23,9 +23,10 @@ import numpy as np
 
 from .._errors import EngineError, InvalidParameterError
 from ._embed import Embedder, Vectors
-from ._memgraph import MemGraph, StrategyNode
+from ._types import StrategyNode
+from ._views import GraphReader, GraphViews
 
-__all__ = ["MAX_TEXTS_PER_NODE", "VectorIndex", "node_texts", "wanted_texts"]
+__all__ = ["MAX_TEXTS_PER_NODE", "VectorIndex", "node_texts", "sync_to_views", "wanted_texts"]
 
 MAX_TEXTS_PER_NODE: Final = 16
 _FORMAT: Final = 1
@@ -47,9 +48,30 @@ def node_texts(node: StrategyNode) -> tuple[str, ...]:
     return tuple(dict.fromkeys(texts))
 
 
-def wanted_texts(graph: MemGraph) -> dict[str, tuple[str, ...]]:
+def wanted_texts(graph: GraphReader) -> dict[str, tuple[str, ...]]:
     """``node -> texts`` for every live node of the graph."""
     return {node.id: node_texts(node) for node in graph.nodes()}
+
+
+def sync_to_views(index: VectorIndex, views: GraphViews) -> bool:
+    """Bring the index to the views' generation of the graph; returns whether it changed.
+
+    An index synced to the previous generation changes only where the nodes that
+    generation re-rendered did; any other is synced in full.
+    """
+    head = views.head
+    if index.graph == head.generation:
+        return False
+    if index.graph and index.graph == head.previous:
+        wanted: dict[str, tuple[str, ...]] = {}
+        for node_id in head.changed:
+            node = views.node(node_id)
+            wanted[node_id] = node_texts(node) if node is not None and node.live else ()
+        index.sync_nodes(wanted)
+    else:
+        index.sync(wanted_texts(views))
+    index.graph = head.generation
+    return True
 
 
 class _Meta(msgspec.Struct):
@@ -60,6 +82,7 @@ class _Meta(msgspec.Struct):
     keys: list[int]
     nodes: list[str]
     texts: list[str]
+    graph: str = ""
 
 
 class _Staged:
@@ -123,6 +146,8 @@ class VectorIndex:
         self._next_key = 1
         self._index = self._new_index()
         self._staged: _Staged | None = None
+        self.graph = ""
+        """The graph checkpoint generation the index was last synced to ("" if unknown)."""
 
     def _new_index(self) -> Any:
         from usearch.index import Index
@@ -162,6 +187,7 @@ class VectorIndex:
             return
         self._index = loaded
         self._next_key = meta.next_key
+        self.graph = meta.graph
         for key, node, text in zip(meta.keys, meta.nodes, meta.texts, strict=True):
             self._entries[key] = (node, text)
             self._by_node.setdefault(node, {})[text] = key
@@ -196,6 +222,7 @@ class VectorIndex:
         meta = _Meta(
             _FORMAT, self.embedder.name, self.embedder.dim, self._next_key,
             [k for k, _ in items], [n for _, (n, _) in items], [t for _, (_, t) in items],
+            self.graph,
         )  # fmt: skip
         try:
             os.makedirs(os.path.dirname(index_path), exist_ok=True)
@@ -226,6 +253,18 @@ class VectorIndex:
         self._remove_keys(stale)
         added = self.add_many(wanted.items())
         return added, len(stale)
+
+    def sync_nodes(self, wanted: Mapping[str, Sequence[str]]) -> tuple[int, int]:
+        """Make the index hold exactly ``wanted[node]`` for each node of ``wanted`` (others
+        are left alone); returns (vectors added, vectors removed)."""
+        stale = [
+            key
+            for node, texts in wanted.items()
+            for text, key in self._by_node.get(node, {}).items()
+            if text not in texts
+        ]
+        self._remove_keys(stale)
+        return self.add_many(wanted.items()), len(stale)
 
     def add(self, node: str, texts: Sequence[str]) -> int:
         """Add the vectors of ``node``'s texts that are not there yet; returns how many."""
