@@ -21,7 +21,11 @@ Public strategies:
   constraints, compress and undo, seal);
 - :func:`outcome_streams`: logs of attempts and outcomes for the edge statistics (outcomes
   with and without their own key and gene, late and repeated outcomes, equal, out-of-order
-  and far times, hypotheses, signals, retractions), with seal points.
+  and far times, hypotheses, signals, retractions), with seal points;
+- :func:`memgraph_histories`: batches of dream events over a few nodes, steps and traces
+  (restatements, links to nodes and steps, constraints by node and by trace, merges,
+  prunes, outcomes naming nodes, unrelated attempts, rare retractions), each batch with
+  what to do after appending it (refresh the graph checkpoint one way or another, seal).
 
 ``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
 seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
@@ -41,11 +45,20 @@ from evolog.eventlog import (
     STATUSES,
     TS_MAX,
     Attempt,
+    ChildStep,
+    Constraint,
+    DreamBegin,
+    DreamEnd,
     Event,
     Hypothesis,
+    Link,
+    Mark,
+    Merge,
     Mutation,
+    Node,
     Outcome,
     Personality,
+    Prune,
     Retraction,
     Signal,
     Step,
@@ -412,3 +425,75 @@ def outcome_streams(draw: st.DrawFn, max_size: int = 40) -> tuple[list[Event], s
         events.append(event)
     indexes = st.integers(0, len(events) - 1)
     return events, draw(st.sets(indexes, max_size=5)), draw(st.sets(indexes, max_size=5))
+
+
+GRAPH_NODES = ("n1", "n2", "n3")
+GRAPH_TRACES = ("t1", "t2", "t3")
+GRAPH_CYCLES = ("c1", "c2", "c3")
+#: What a memory-graph history does after appending a batch.
+GRAPH_ACTIONS = ("views", "memgraph", "none", "seal")
+
+
+def _graph_event(draw: st.DrawFn, n: int) -> Event:
+    node = st.sampled_from(GRAPH_NODES)
+    trace = st.sampled_from(GRAPH_TRACES)
+    traces = st.lists(trace, max_size=2)
+    ref = st.one_of(node, st.builds("{}#{}".format, node, st.integers(0, 2)))
+    cycle = draw(st.sampled_from(GRAPH_CYCLES))
+    eid = f"e{n}"
+    # Retractions are rare: each one makes the checkpoint rebuild.
+    kind = draw(st.sampled_from([*"NNNSSLCCKMMPBEOOA", "R"]))
+    if kind == "N":
+        goal = draw(st.sampled_from(["fix the import", "flaky test", ""]))
+        return Node(id=eid, cycle=cycle, node=draw(node), goal=goal,
+                    summary=draw(st.sampled_from(["", "pin it", "retry"])),
+                    confidence=draw(st.floats(0, 1)), trigger_goals=draw(st.lists(
+                        st.sampled_from(["a goal", "another goal"]), max_size=2)),
+                    traces=draw(traces))  # fmt: skip
+    if kind == "S":
+        return ChildStep(id=eid, cycle=cycle, node=draw(node), index=draw(st.integers(0, 2)),
+                         action=draw(st.sampled_from(["run", "edit"])),
+                         critical=draw(st.booleans()))  # fmt: skip
+    if kind == "L":
+        return Link(id=eid, cycle=cycle, src=draw(ref), dst=draw(ref),
+                    edge_type=draw(st.sampled_from(["causal", "SIMILAR"])))  # fmt: skip
+    if kind == "C":
+        return Constraint(id=eid, cycle=cycle, node=draw(st.none() | node), trace=draw(trace),
+                          description=draw(st.sampled_from(["avoid x", "avoid y"])))  # fmt: skip
+    if kind == "K":
+        return Mark(id=eid, cycle=cycle, trace=draw(trace), index=draw(st.integers(0, 2)))
+    if kind == "M":
+        return Merge(id=eid, cycle=cycle, node=draw(node), merged=draw(node),
+                     confidence=draw(st.none() | st.floats(0, 1)))  # fmt: skip
+    if kind == "P":
+        return Prune(id=eid, cycle=cycle, node=draw(node))
+    if kind == "B":
+        return DreamBegin(id=eid, cycle=cycle, traces=draw(traces))
+    if kind == "E":
+        return DreamEnd(id=eid, cycle=cycle, consumed=draw(traces))
+    if kind == "O":
+        refs = st.lists(st.one_of(ref, st.just("gene_x")), max_size=2)
+        return Outcome(id=eid, action_id="act", status=draw(st.sampled_from(["success", "failed",
+                       "partial"])), decided_by=draw(refs), supported_by=draw(refs))  # fmt: skip
+    if kind == "A":
+        return Attempt(id=eid, action_id="act", task="unrelated")
+    targets = draw(st.lists(st.builds("e{}".format, st.integers(0, 60)), max_size=2))
+    return Retraction(id=eid, target_cycle=draw(st.none() | st.sampled_from(GRAPH_CYCLES)),
+                      targets=targets)  # fmt: skip
+
+
+@st.composite
+def memgraph_histories(
+    draw: st.DrawFn, max_batches: int = 5, max_batch: int = 8
+) -> list[tuple[list[Event], str]]:
+    """Batches of memory-graph events (ids ``e0``, ``e1``, ...) with an action each, one of
+    :data:`GRAPH_ACTIONS`."""
+    out: list[tuple[list[Event], str]] = []
+    n = 0
+    for _ in range(draw(st.integers(1, max_batches))):
+        batch = []
+        for _ in range(draw(st.integers(1, max_batch))):
+            batch.append(_graph_event(draw, n))
+            n += 1
+        out.append((batch, draw(st.sampled_from(GRAPH_ACTIONS))))
+    return out

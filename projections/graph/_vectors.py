@@ -242,6 +242,10 @@ class VectorIndex:
         """Nodes with at least one vector."""
         return frozenset(self._by_node)
 
+    def texts(self, node: str) -> tuple[str, ...]:
+        """The texts ``node`` has vectors for."""
+        return tuple(self._by_node.get(node, {}))
+
     def sync(self, wanted: Mapping[str, Sequence[str]]) -> tuple[int, int]:
         """Make the index hold exactly ``wanted``; returns (vectors added, vectors removed)."""
         stale = [
