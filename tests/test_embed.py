@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,6 +27,10 @@ from evolog.projections.graph._embed import (
 )
 from evolog.projections.graph._memgraph import MemGraph
 from evolog.projections.graph._vectors import VectorIndex, node_texts, wanted_texts
+from evolog.projections.graph._wordllama import load_packaged
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import texts
 
 
 @pytest.mark.parametrize("embedder", [HashingEmbedder(), get_embedder("wordllama")], ids=str)
@@ -47,6 +55,33 @@ def test_wordllama_loads_from_the_installed_package_without_network() -> None:
     embedder = WordLlamaEmbedder()
     assert embedder.name == "wordllama-l2-256" and embedder.dim == 256
     assert embedder.embed(["hello world"]).shape == (1, 256)
+
+
+_WORDLLAMA_PACKAGE: list[object] = []
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(texts(max_size=60), min_size=1, max_size=5))
+def test_wordllama_vectors_are_exactly_the_packages_own(batch: list[str]) -> None:
+    """Read without importing wordllama, the model gives its package's vectors, bit for bit."""
+    if not _WORDLLAMA_PACKAGE:
+        from wordllama import WordLlama
+
+        folder = os.path.dirname(importlib.util.find_spec("wordllama").origin)  # type: ignore[arg-type, union-attr]
+        _WORDLLAMA_PACKAGE.append(WordLlama.load(cache_dir=folder, disable_download=True))
+    package: Any = _WORDLLAMA_PACKAGE[0]
+    ours = load_packaged(256).embed(batch)
+    theirs = np.asarray(package.embed(batch, norm=False), dtype=np.float32)
+    assert np.array_equal(ours, theirs)
+
+
+def test_a_route_does_not_import_the_wordllama_package() -> None:
+    code = (
+        "import sys; from evolog.projections.graph._embed import get_embedder; "
+        "get_embedder('wordllama').embed(['x']); print('wordllama' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_hashing_features_are_stemmed_and_stable() -> None:

@@ -278,3 +278,20 @@ def test_kill_9_while_writing_leaves_a_usable_checkpoint(tmp_path: Path) -> None
         with EventLog(store, durability="none", auto_seal="off") as log:
             _check(log)
             assert GraphCache(log).views().generation  # a readable head afterwards
+
+
+def test_a_cold_route_on_an_up_to_date_checkpoint_imports_only_what_it_needs(
+    tmp_path: Path,
+) -> None:
+    _small_store(tmp_path / "s").close()
+    route = [sys.executable, "-m", "evolog", "--store", str(tmp_path / "s"), "route", "fix it"]
+    subprocess.run(route, check=True, capture_output=True)  # writes the checkpoint
+    code = (
+        "import sys, runpy; sys.argv = ['evolog', *sys.argv[1:]]\n"
+        "try: runpy.run_module('evolog', run_name='__main__')\n"
+        "except SystemExit: pass\n"
+        "heavy = {'pyarrow', 'duckdb', 'wordllama', 'pydantic', 'requests'}\n"
+        "print(sorted(heavy & {m.split('.')[0] for m in sys.modules}), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *route[3:]], capture_output=True, text=True)
+    assert out.stderr.strip().splitlines()[-1] == "[]"

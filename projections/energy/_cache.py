@@ -19,15 +19,12 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import pyarrow.compute as pc
 from evolog.eventlog import AnyEvent, Snapshot
-from evolog.eventlog.sealed._arrow import table_to_events
-from evolog.eventlog.sealed._segments import conform, read_part
 
 from ._checkpoint import FORMAT, Checkpoint, Mark, dump, restore
 from ._config import LedgerConfig, config_from
 from ._follow import LedgerFollower
-from ._ledger import replay_ledger, snapshot_of
+from ._snap import snapshot_of
 from .rules._state import CAUSES
 
 #: Rewrite the checkpoint after this many new events (or a tenth of the log, if more).
@@ -61,6 +58,8 @@ def deaths(
     """Every dead entry's id and cause ("executed", "starved", "merged", "forgotten")."""
     cfg = config_from(config)
     if as_of is not None or not cache:
+        from ._ledger import replay_ledger  # pyarrow: only when replaying
+
         rules, _ = replay_ledger(source, as_of, config=cfg)
     else:
         rules = LedgerCache(source, cfg).follower().rules
@@ -92,6 +91,8 @@ class LedgerCache:
                     if head - start >= max(REWRITE_AFTER, start // 10):
                         self._save(follower, (marks[0], mark_at(snap, head, None)))
                     return follower
+        from ._ledger import replay_ledger
+
         rules, head = replay_ledger(self.source, head, config=self.config, keep_keys=True)
         follower = LedgerFollower(rules)
         follower.seq = head
@@ -158,6 +159,10 @@ def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
     out: list[AnyEvent] = []
     for info in snap.segments:
         if info.last_seq > seq:
+            import pyarrow.compute as pc  # only when a segment must be read
+            from evolog.eventlog.sealed._arrow import table_to_events
+            from evolog.eventlog.sealed._segments import conform, read_part
+
             table = read_part(snap.paths.segments, info)
             table = table.filter(pc.greater(table["seq"], seq))
             out.extend(table_to_events(conform(table)))
@@ -175,6 +180,9 @@ def mark_at(snap: Snapshot, seq: int, known: Mark | None) -> Mark:
         if info.first_seq <= seq <= info.last_seq:
             if known is not None and known.seq == seq and known.file == info.file:
                 return known  # segments are immutable and their names unique
+            import pyarrow.compute as pc
+            from evolog.eventlog.sealed._segments import read_part
+
             table = read_part(snap.paths.segments, info, ["seq", "id"])
             table = table.filter(pc.equal(table["seq"], seq))
             return Mark(seq, str(table["id"][0].as_py()) if table.num_rows else "", info.file)

@@ -8,13 +8,10 @@ another config is a counterfactual; nothing is written.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Collection
 from typing import Any
 
 import numpy as np
-from evolog.eventlog import EventLog, Snapshot, StoreNotFoundError
-from evolog.eventlog._store import Paths
 from evolog.eventlog.sealed._replay import Filter, arrow_batches
 
 from .._errors import InvalidParameterError
@@ -22,30 +19,12 @@ from ._config import LedgerConfig, config_from
 from ._plan import make_plan
 from ._read import COLUMNS, KINDS, OUTCOME, read_rows
 from ._replay import replay_rows
+from ._snap import Source, snapshot_of
 from ._view import LedgerView, view_of
 from .rules._host import Similarity
 from .rules._rules import LedgerRules
 
-Source = str | os.PathLike[str] | EventLog
 READ_KINDS = (*KINDS, "retraction")
-
-
-def snapshot_of(source: Source | Any) -> Snapshot:
-    """A snapshot of a store path, an :class:`EventLog`, or anything with a ``log``."""
-    log = getattr(source, "log", source)
-    if isinstance(log, EventLog):
-        return log.snapshot()
-    if not isinstance(log, (str, os.PathLike)):
-        raise InvalidParameterError(
-            f"store: expected a store path or an EventLog; got {type(source).__name__}"
-        )
-    paths = Paths.of(log)
-    if not os.path.exists(paths.marker):
-        raise StoreNotFoundError(
-            f"{paths.root}: expected an evolog store; found none "
-            f"(create one with `evolog init {paths.root}`)"
-        )
-    return Snapshot.take(paths)
 
 
 def _check_bound(name: str, value: int | None) -> None:

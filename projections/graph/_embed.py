@@ -6,9 +6,8 @@ Two ship here; others are plugged in with :func:`register_embedder`:
 
 * ``hashing``: signed feature hashing of word unigrams, word bigrams and character
   trigrams with a crude stemmer; no dependency, no data, deterministic across processes.
-* ``wordllama``: the static WordLlama model whose weights ship inside its wheel, loaded from
-  the installed package's own folder with downloads disabled (nothing is fetched at run
-  time).
+* ``wordllama``: the static WordLlama model whose weights ship inside its wheel, read from
+  the installed package's own folder (:mod:`._wordllama`; nothing is fetched at run time).
 
 The default is the one that routed best on ``bench/routing_set.json`` (see
 bench/RESULTS.md); ``EVOLOG_EMBEDDER`` overrides it.
@@ -145,13 +144,9 @@ class WordLlamaEmbedder:
         with self._lock:
             if self._model is None:
                 try:
-                    import wordllama
-                    from wordllama import WordLlama
+                    from ._wordllama import load_packaged
 
-                    folder = os.path.dirname(wordllama.__file__)
-                    self._model = WordLlama.load(
-                        cache_dir=folder, disable_download=True, dim=self._dim
-                    )
+                    self._model = load_packaged(self._dim)
                 except Exception as exc:  # import errors, missing files, bad weights
                     raise EngineError(
                         f"{self.name}: could not load the packaged WordLlama model "
@@ -164,7 +159,7 @@ class WordLlamaEmbedder:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         model = self._load()
-        matrix = np.asarray(model.embed(list(texts), norm=False), dtype=np.float32)
+        matrix = np.asarray(model.embed(list(texts)), dtype=np.float32)
         matrix = np.ascontiguousarray(matrix.reshape(len(texts), self._dim))
         return _normalise(np.nan_to_num(matrix, copy=False))
 
