@@ -128,12 +128,17 @@ def test_index_sync_search_and_cache(tmp_path: Path) -> None:
     index.save()
     reopened = VectorIndex.open(embedder, str(tmp_path))
     assert len(reopened) == 6 and reopened.search_text("orders query", 1)[0][0] == "n1"
+    assert reopened._lazy is not None  # searched from the mapped file, texts never decoded
     # The graph changes: n2 is gone, n0 gains a trigger goal; only the difference moves.
     del graph  # a new graph stands for the changed event log
     wanted = wanted_texts(_graph("rotate the tls certificate", "speed up the orders query"))
     wanted["n0"] = (*wanted["n0"], "renew https cert")
     assert reopened.sync(wanted) == (1, 2)
     assert reopened.nodes() == {"n0", "n1"}
+    reopened.save()
+    again = VectorIndex.open(embedder, str(tmp_path))
+    assert again.search_text("renew https cert", 1)[0][0] == "n0"
+    assert {n: set(again.texts(n)) for n in again.nodes()} == {n: set(t) for n, t in wanted.items()}
 
 
 def test_a_damaged_or_foreign_cache_is_rebuilt(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from ._views import GraphReader, GraphViews
 __all__ = ["MAX_TEXTS_PER_NODE", "VectorIndex", "node_texts", "sync_to_views", "wanted_texts"]
 
 MAX_TEXTS_PER_NODE: Final = 16
-_FORMAT: Final = 1
+_FORMAT: Final = 2  # 2: key map as arrays, texts decoded lazily
 EXACT_BELOW: Final = 4096
 """Indexes with fewer vectors are searched exhaustively (exact and, that small, faster)."""
 
@@ -79,10 +79,20 @@ class _Meta(msgspec.Struct):
     embedder: str
     dim: int
     next_key: int
-    keys: list[int]
+    keys: bytes  # uint64, ascending
+    node_of: bytes  # int32 per key: its node's position in ``nodes``
     nodes: list[str]
-    texts: list[str]
+    texts: msgspec.Raw  # list[str] per key, decoded only to change the index
     graph: str = ""
+
+
+class _Lazy(msgspec.Struct):
+    """A loaded index's key map before it is needed in full: enough to name search hits."""
+
+    keys: np.ndarray
+    node_of: np.ndarray
+    nodes: list[str]
+    texts: msgspec.Raw
 
 
 class _Staged:
@@ -141,8 +151,12 @@ class VectorIndex:
     def __init__(self, embedder: Embedder, directory: str | None = None) -> None:
         self.embedder = embedder
         self.directory = directory
-        self._entries: dict[int, tuple[str, str]] = {}
-        self._by_node: dict[str, dict[str, int]] = {}
+        self._entries_map: dict[int, tuple[str, str]] | None = {}
+        self._by_node_map: dict[str, dict[str, int]] = {}
+        # A loaded index stays mapped (usearch ``view``) with its key map undecoded until
+        # something changes it: a cold route searches without reading either in full.
+        self._lazy: _Lazy | None = None
+        self._viewed = False
         self._next_key = 1
         self._index = self._new_index()
         self._staged: _Staged | None = None
@@ -181,16 +195,65 @@ class VectorIndex:
             self.embedder.dim,
         ):
             return
+        keys = np.frombuffer(meta.keys, "<u8")
+        node_of = np.frombuffer(meta.node_of, "<i4")
+        if len(node_of) != len(keys) or (len(node_of) and node_of.max() >= len(meta.nodes)):
+            return
         loaded = self._new_index()
-        loaded.load(index_path)
-        if len(loaded) != len(meta.keys):
+        loaded.view(index_path)
+        if len(loaded) != len(keys):
             return
         self._index = loaded
+        self._viewed = True
         self._next_key = meta.next_key
         self.graph = meta.graph
-        for key, node, text in zip(meta.keys, meta.nodes, meta.texts, strict=True):
-            self._entries[key] = (node, text)
-            self._by_node.setdefault(node, {})[text] = key
+        self._lazy = _Lazy(keys, node_of, meta.nodes, meta.texts)
+        self._entries_map = None
+
+    @property
+    def _entries(self) -> dict[int, tuple[str, str]]:
+        """key -> (node, text), decoded from the cache file on first use."""
+        if self._entries_map is None:
+            lazy = self._lazy
+            assert lazy is not None
+            texts = msgspec.msgpack.decode(lazy.texts, type=list[str])
+            nodes = [lazy.nodes[i] for i in lazy.node_of.tolist()]
+            entries: dict[int, tuple[str, str]] = {}
+            by_node: dict[str, dict[str, int]] = {}
+            for key, node, text in zip(lazy.keys.tolist(), nodes, texts, strict=True):
+                entries[key] = (node, text)
+                by_node.setdefault(node, {})[text] = key
+            self._entries_map, self._by_node_map, self._lazy = entries, by_node, None
+        return self._entries_map
+
+    @property
+    def _by_node(self) -> dict[str, dict[str, int]]:
+        """node -> {text: key}."""
+        if self._entries_map is None:
+            _ = self._entries
+        return self._by_node_map
+
+    def _node_of(self, key: int) -> str | None:
+        lazy = self._lazy
+        if lazy is None:
+            entry = self._entries.get(key)
+            return entry[0] if entry is not None else None
+        pos = int(np.searchsorted(lazy.keys, key))
+        if pos < len(lazy.keys) and int(lazy.keys[pos]) == key:
+            return lazy.nodes[int(lazy.node_of[pos])]
+        return None
+
+    def _writable(self) -> Any:
+        """The usearch index, read in full if it was only mapped."""
+        if self._viewed:
+            index_path, _ = self._paths()
+            loaded = self._new_index()
+            try:
+                loaded.load(index_path)
+            except (RuntimeError, ValueError) as exc:
+                raise EngineError(f"{index_path}: reading the vector index: {exc}") from None
+            self._index, self._viewed = loaded, False
+        return self._index
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[None]:
@@ -209,7 +272,7 @@ class VectorIndex:
             return
         keys, vectors = staged.drain()
         try:
-            self._index.add(keys, np.ascontiguousarray(vectors))
+            self._writable().add(keys, np.ascontiguousarray(vectors))
         except (RuntimeError, ValueError) as exc:
             raise EngineError(f"adding vectors to the index: {exc}") from None
         self._staged = _Staged(self.embedder.dim)
@@ -218,11 +281,14 @@ class VectorIndex:
         """Write the index and its key map atomically into the cache directory."""
         self.flush()
         index_path, meta_path = self._paths()
-        items = list(self._entries.items())
+        items = sorted(self._entries.items())
+        positions: dict[str, int] = {}
+        node_of = [positions.setdefault(n, len(positions)) for _, (n, _) in items]
         meta = _Meta(
             _FORMAT, self.embedder.name, self.embedder.dim, self._next_key,
-            [k for k, _ in items], [n for _, (n, _) in items], [t for _, (_, t) in items],
-            self.graph,
+            np.asarray([k for k, _ in items], "<u8").tobytes(),
+            np.asarray(node_of, "<i4").tobytes(), list(positions),
+            msgspec.Raw(msgspec.msgpack.encode([t for _, (_, t) in items])), self.graph,
         )  # fmt: skip
         try:
             os.makedirs(os.path.dirname(index_path), exist_ok=True)
@@ -236,7 +302,7 @@ class VectorIndex:
 
     # -- contents -----------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._lazy.keys) if self._lazy is not None else len(self._entries)
 
     def nodes(self) -> frozenset[str]:
         """Nodes with at least one vector."""
@@ -304,7 +370,7 @@ class VectorIndex:
             self._staged.add(keys.tolist(), rows)
         else:
             try:
-                self._index.add(keys, rows)
+                self._writable().add(keys, rows)
             except (RuntimeError, ValueError) as exc:
                 raise EngineError(f"adding vectors to the index: {exc}") from None
         for key, row in zip(keys.tolist(), keep.tolist(), strict=True):
@@ -324,7 +390,7 @@ class VectorIndex:
             return
         indexed = self._staged.discard(keys) if self._staged is not None else list(keys)
         if indexed:
-            self._index.remove(np.asarray(indexed, dtype=np.uint64))
+            self._writable().remove(np.asarray(indexed, dtype=np.uint64))
         for key in keys:
             node, text = self._entries.pop(key)
             texts = self._by_node[node]
@@ -347,7 +413,7 @@ class VectorIndex:
         """
         if k < 1:
             raise InvalidParameterError(f"k: expected a positive integer; got {k}")
-        size = len(self._entries)
+        size = len(self)
         if size == 0 or not np.any(vector):
             return []
         # Several vectors may belong to one node: over-fetch, then keep each node's best.
@@ -364,9 +430,9 @@ class VectorIndex:
             ]
         best: dict[str, float] = {}
         for key, score in hits:
-            entry = self._entries.get(key)
-            if entry is not None and score > best.get(entry[0], -2.0):
-                best[entry[0]] = score
+            node = self._node_of(key)
+            if node is not None and score > best.get(node, -2.0):
+                best[node] = score
         ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
         return ranked[:k]
 
