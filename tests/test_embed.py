@@ -75,13 +75,28 @@ def test_wordllama_vectors_are_exactly_the_packages_own(batch: list[str]) -> Non
     assert np.array_equal(ours, theirs)
 
 
+_MODEL = load_packaged(256)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(texts(max_size=80), st.text(st.sampled_from("ab ▁<>s/\n"), max_size=30)))
+def test_the_python_bpe_gives_the_tokenizer_librarys_ids(text: str) -> None:
+    ours = _MODEL.bpe.encode(text) if _MODEL.bpe is not None else None
+    theirs = _MODEL.library().encode(text, add_special_tokens=False).ids
+    if ours is None:  # left to the library: only texts holding a special token
+        assert any(s in text for s in ("<s>", "</s>", "<unk>"))
+    else:
+        assert ours == theirs
+
+
 def test_a_route_does_not_import_the_wordllama_package() -> None:
     code = (
         "import sys; from evolog.projections.graph._embed import get_embedder; "
-        "get_embedder('wordllama').embed(['x']); print('wordllama' in sys.modules)"
+        "get_embedder('wordllama').embed(['x']); "
+        "print('wordllama' in sys.modules, 'tokenizers' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "False False"
 
 
 def test_hashing_features_are_stemmed_and_stable() -> None:
