@@ -1,7 +1,8 @@
 """Dream cycles over a store: consume undreamed traces in bounded batches, append atomically.
 
-``dream(log)`` takes the store's dream lock (one dreamer at a time per store), folds the
-memory graph, finds every complete trace no live cycle has consumed, and dreams them in
+``dream(log)`` takes the store's dream lock (one dreamer at a time per store), reads the
+memory graph from its checkpoint, finds every complete trace no live cycle has consumed
+(reading only the traces after the last dream's watermark, :mod:`._pending`), and dreams them in
 batches of at most ``batch_size`` traces, in log order. Each batch is one cycle, appended
 as one atomic ``append_many``: ``dream_begin``, the opcode events, ``dream_end`` (whose
 ``consumed`` lists every trace of the batch, including those that yielded no node). Nothing
@@ -36,8 +37,9 @@ from ._dreamer import Dreamer
 from ._errors import CycleError
 from ._fallback import Guarded
 from ._heuristic import SUMMARY_LIMIT, HeuristicDreamer
+from ._pending import read_traces, save_watermark
 from ._phases import CycleBuilder, PhaseSettings
-from ._traces import Trace, load_traces
+from ._traces import Trace
 from .isa._program import ISA_REGISTRY, ISA_VERSION, IsaRegistry
 
 __all__ = ["CycleReport", "DreamConfig", "DreamReport", "cycle_id", "dream", "dream_lock"]
@@ -118,14 +120,18 @@ def dream(
         cache = GraphCache(log)
         graph = cache.memgraph()
         consumed = graph.consumed()
+        undone = sorted(graph.retracted_cycles)
+        head, traces = read_traces(log, undone)
         pending = sorted(
-            (t for t in load_traces(log).values() if t.complete and t.id not in consumed),
+            (t for t in traces.values() if t.complete and t.id not in consumed),
             key=lambda t: t.seq,
         )
         chosen = pending[: config.max_traces] if config.max_traces else pending
         index = VectorIndex.open(embedder or get_embedder(), log.paths.cache)
         index.sync(wanted_texts(graph))
         reports = _run_batches(log, graph, chosen, dreamer, index, config, progress)
+        left = [t for t in traces.values() if not t.complete] + pending[len(chosen) :]
+        save_watermark(log, head, undone, left)
         index.sync(wanted_texts(graph))
         with contextlib.suppress(Exception):  # the index is a cache: failing to save is fine
             # The graph is at the head of the log (the dream lock keeps other dreams and

@@ -8,6 +8,7 @@ dreamed: an attempt still running has no lesson yet.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -55,6 +56,8 @@ class Trace(msgspec.Struct, frozen=True):
     agent: str = ""
     session: str | None = None
     seq: int = 0
+    action_id: str = ""
+    attempt_seq: int = 0
 
     @property
     def complete(self) -> bool:
@@ -84,13 +87,19 @@ class Trace(msgspec.Struct, frozen=True):
 
 
 def load_traces(
-    log: EventLog, *, as_of: int | None = None, complete_only: bool = True
+    log: EventLog,
+    *,
+    as_of: int | None = None,
+    complete_only: bool = True,
+    after_seq: int = 0,
+    action_ids: Sequence[str] | None = None,
 ) -> dict[str, Trace]:
-    """The log's traces (as of a seq) from the traces projection, keyed by attempt id."""
+    """The log's traces (as of a seq) from the traces projection, keyed by attempt id;
+    only attempts after ``after_seq`` (and with one of ``action_ids``) when given."""
     from evolog.projections._api import Projections  # DuckDB: imported only when dreaming
     from evolog.projections._timefmt import py_rows  # times past 9999 would not convert
 
-    table = Projections(log).traces(as_of=as_of)
+    table = Projections(log).traces(as_of=as_of, after_seq=after_seq, action_ids=action_ids)
     traces = (_from_row(row) for row in py_rows(table))
     return {t.id: t for t in traces if t.complete or not complete_only}
 
@@ -132,4 +141,6 @@ def _from_row(row: dict[str, Any]) -> Trace:
         agent=_text(row.get("agent")),
         session=row.get("session"),
         seq=int(outcome.get("seq") or row["seq"]),
+        action_id=_text(row.get("action_id")),
+        attempt_seq=int(row["seq"]),
     )

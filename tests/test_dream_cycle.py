@@ -349,3 +349,41 @@ def test_a_retried_cycle_appends_nothing_twice(log: EventLog) -> None:
     again = _append_cycle(log, load_memgraph(log), builds[1], traces, HeuristicDreamer())
     assert not first.duplicate and again.duplicate
     assert log.stats()["events"] == size
+
+
+def _dream_twins(stores: Sequence[EventLog], events: Sequence[Event], **kw: object) -> None:
+    """Append to both stores and dream both; the second dreams with its caches deleted."""
+    import shutil
+
+    for i, store in enumerate(stores):
+        if events:
+            store.append_many(events)
+        if i:
+            shutil.rmtree(store.paths.cache, ignore_errors=True)
+        dream(store, embedder=EMBEDDER, config=DreamConfig(**kw))  # type: ignore[arg-type]
+
+
+def test_dreams_that_read_only_new_traces_equal_dreams_that_read_all(tmp_path: Path) -> None:
+    twins = [EventLog(tmp_path / n, create=True, durability="none") for n in ("inc", "full")]
+    open_attempt = trace_events("t4", "speed up the orders query", ["add an index"])
+    _dream_twins(twins, trace_events("t1", "fix the yaml import", ["pin pyyaml", "run tests"]))
+    _dream_twins(
+        twins,
+        [
+            *trace_events("t2", "repair the yaml import", ["pin pyyaml", "run tests"]),
+            *trace_events("t3", "a flaky test", ["retry", "quarantine"], status="failed"),
+            *open_attempt[:-1],  # no outcome yet
+        ],
+        max_traces=1,
+    )
+    _dream_twins(twins, [open_attempt[-1]])  # the open attempt completes; t3 still waits
+    cycle = load_memgraph(twins[0]).cycles()[-1].cycle
+    for store in twins:
+        undo_cycle(store, cycle)
+    _dream_twins(twins, trace_events("t5", "rotate the tls certificate", ["renew", "reload"]))
+    _dream_twins(twins, [])
+    graphs = [load_memgraph(store) for store in twins]
+    assert msgspec.json.encode(graphs[0].state()) == msgspec.json.encode(graphs[1].state())
+    assert graphs[0].consumed() == {"t1", "t2", "t3", "t4", "t5"}
+    events = [[(type(e), e.id) for e in store.replay()] for store in twins]
+    assert events[0] == events[1]

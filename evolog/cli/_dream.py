@@ -202,9 +202,10 @@ def _known_cycle(log: Any, cycle: str) -> None:
     input leaves the store as it was, without a new lock file. (``undo_cycle`` checks again
     under the lock.)"""
     from evolog.dream import UndoError
-    from evolog.projections.graph._cache import cached_memgraph
+    from evolog.projections.graph._memgraph import load_memgraph
 
-    graph = cached_memgraph(log)
+    # A fold, not the checkpoint: a refused command leaves the store as it was, cache too.
+    graph = load_memgraph(log)
     live = [c.cycle for c in graph.cycles()]
     if cycle not in live and cycle not in graph.retracted_cycles:
         recent = ", ".join(live[-5:]) or "none"
@@ -232,6 +233,8 @@ def _cmd_route(args: Any) -> int:
     from evolog.eventlog import EventLog
     from evolog.projections.graph._embed import get_embedder
 
+    if not args.task.strip():  # refused before the graph checkpoint is brought up to date
+        raise _InputError(f"task: expected non-blank text; got {args.task!r}")
     config = RouterConfig(top_k=args.top_k)
     with EventLog(store_path(args)) as log:
         router = Router.from_log(
