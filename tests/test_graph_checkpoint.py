@@ -278,6 +278,14 @@ def test_kill_9_while_writing_leaves_a_usable_checkpoint(tmp_path: Path) -> None
         with EventLog(store, durability="none", auto_seal="off") as log:
             _check(log)
             assert GraphCache(log).views().generation  # a readable head afterwards
+    with EventLog(store, durability="none", auto_seal="off") as log:
+        log.append(Node(cycle="c", node="last", goal="one more"))
+        graph_views(log)
+    # The last write swept what the killed writers left: one generation (and the one
+    # before it) besides the head and the lock.
+    left = sorted(p.name.split("-")[0] for p in (store / "cache" / "graph").iterdir())
+    assert not any(name.startswith(".tmp") for name in left)
+    assert len(left) <= 8, left
 
 
 def test_a_cold_route_on_an_up_to_date_checkpoint_imports_only_what_it_needs(

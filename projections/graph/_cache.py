@@ -22,9 +22,10 @@ a rebuild, never an answer.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
 import msgspec
@@ -223,20 +224,22 @@ class GraphCache:
         gen = head.generation
         try:
             os.makedirs(self.dir, exist_ok=True)
-            write_atomic(self.dir, f"views-{gen}.bin", chunks)
-            write_atomic(self.dir, f"index-{gen}.msgpack", [index_bytes])
-            write_atomic(self.dir, f"state-{gen}.msgpack", [state_bytes])
-            write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
+            # Writers take turns, so one's sweep never removes the files another has
+            # written but not yet named in the head.
+            with _locked(os.path.join(self.dir, "write.lock")):
+                write_atomic(self.dir, f"views-{gen}.bin", chunks)
+                write_atomic(self.dir, f"index-{gen}.msgpack", [index_bytes])
+                write_atomic(self.dir, f"state-{gen}.msgpack", [state_bytes])
+                write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
+                self._sweep(keep={gen, head.previous})
         except OSError:
             # A cache that cannot be written is only a slower next call: this one reads
             # the views from memory.
             self._memory = (head, GraphViews(head, index, b"".join(chunks)))
-            return head
-        self._sweep(keep={gen, head.previous})
         return head
 
     def _save_head(self, head: Head) -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), _locked(os.path.join(self.dir, "write.lock")):
             write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
 
     def _sweep(self, keep: Iterable[str]) -> None:
@@ -246,7 +249,11 @@ class GraphCache:
         for name in os.listdir(self.dir):
             stem = name.rsplit(".", 1)[0]
             gen = stem.partition("-")[2]
-            if stem.startswith(("state-", "views-", "index-")) and gen not in kept:
+            # Temporary files left by a writer that died (the live one holds the lock).
+            stale = name.startswith(".tmp-") or (
+                stem.startswith(("state-", "views-", "index-")) and gen not in kept
+            )
+            if stale:
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(self.dir, name))
 
@@ -257,6 +264,16 @@ class GraphCache:
 
     def _repaired(self) -> GraphViews:
         return self.rebuild()[1]
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 def dirty_nodes(graph: MemGraph, delta: Iterable[AnyEvent]) -> set[str]:
