@@ -5,7 +5,9 @@
   (signal key, gene) with ``newest`` or ``per_event`` decay, gene priors, traces, and an
   incremental checkpoint under ``<store>/cache/`` that equals a full rebuild exactly.
 * :class:`MemGraph` — the memory graph folded from dream opcode events (strategy nodes,
-  ordered steps, typed edges, constraints, merges, prunes, retractions).
+  ordered steps, typed edges, constraints, merges, prunes, retractions);
+  :func:`cached_memgraph` and :func:`graph_views` read it from its checkpoint under
+  ``<store>/cache/graph/`` (equal to a fold, without refolding).
 * :func:`ledger` — the survival energy ledger, replayed on demand as of any point, with
   :func:`dead_entries` for selection pressure in advice and routing.
 * Embedders and the usearch :class:`VectorIndex` over strategy nodes (a cache).
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from .energy._ledger import ledger, replay_ledger
     from .energy._view import EntryView, HistoryNote, LedgerView
     from .energy.rules._rules import LedgerRules
+    from .graph._cache import cached_memgraph, graph_views
     from .graph._embed import (
         DEFAULT_EMBEDDER,
         Embedder,
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
         step_id,
     )
     from .graph._vectors import VectorIndex, node_texts, wanted_texts
+    from .graph._views import GraphViews
 
 # Names load on first use: ``evolog sql`` needs only the catalog, and importing the ledger,
 # embedders and vector index with it would pull pyarrow.compute, pyarrow.parquet and numpy
@@ -87,7 +91,9 @@ __getattr__, __dir__ = lazy_exports(
         ".energy._config": "DAY_US LedgerConfig parse_cadence",
         ".energy.rules._rules": "LedgerRules",
         ".energy._view": "EntryView HistoryNote LedgerView",
+        ".graph._cache": "cached_memgraph graph_views",
         ".graph._memgraph": "MEMGRAPH_KINDS MemGraph load_memgraph",
+        ".graph._views": "GraphViews",
         ".graph._types": "STRUCTURAL_EDGE_TYPES ConstraintView CycleRecord EdgeRecord MarkRecord "
         "StepRecord StrategyNode step_id",
         "._sqlguard": "check_query",
@@ -114,6 +120,7 @@ __all__ = [
     "EngineError",
     "EntryView",
     "ExportFormat",
+    "GraphViews",
     "HashingEmbedder",
     "HistoryNote",
     "InvalidParameterError",
@@ -131,11 +138,13 @@ __all__ = [
     "StrategyNode",
     "VectorIndex",
     "WordLlamaEmbedder",
+    "cached_memgraph",
     "check_query",
     "dead_entries",
     "deaths",
     "embedder_names",
     "get_embedder",
+    "graph_views",
     "ledger",
     "load_memgraph",
     "node_texts",
