@@ -9,6 +9,9 @@ The index is a cache: :meth:`VectorIndex.sync` brings it to a wanted ``node -> t
 mapping by adding and removing only the differences; :meth:`VectorIndex.save` writes it under
 ``<store>/cache/`` keyed by the embedder's name; a missing, foreign or damaged cache file is
 simply rebuilt. Small indexes are searched exactly; large ones through the HNSW graph.
+An opened cache stays memory-mapped, its texts undecoded, until something changes it, and
+it records the graph checkpoint generation it was synced to (:func:`sync_to_views`), so
+a cold route neither reads it in full nor compares every node's texts.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from .._errors import EngineError, InvalidParameterError
 from ._embed import Embedder, Vectors
+from ._staged import Staged
 from ._types import StrategyNode
 from ._views import GraphReader, GraphViews
 
@@ -95,56 +99,6 @@ class _Lazy(msgspec.Struct):
     texts: msgspec.Raw
 
 
-class _Staged:
-    """Vectors added but not yet inserted in the HNSW graph; searched exhaustively.
-
-    Inserting one vector at a time costs about a millisecond per call in usearch; a dream
-    cycle adds a node, searches, adds the next, so it stages its additions here and inserts
-    them in one multi-threaded batch at the end.
-    """
-
-    def __init__(self, dim: int) -> None:
-        self.matrix = np.zeros((64, dim), dtype=np.float32)
-        self.keys: list[int] = []
-        self.rows: dict[int, int] = {}
-
-    def add(self, keys: Sequence[int], vectors: Vectors) -> None:
-        need = len(self.keys) + len(keys)
-        if need > len(self.matrix):
-            grown = np.zeros((max(need, 2 * len(self.matrix)), self.matrix.shape[1]), np.float32)
-            grown[: len(self.keys)] = self.matrix[: len(self.keys)]
-            self.matrix = grown
-        start = len(self.keys)
-        self.matrix[start:need] = vectors
-        for offset, key in enumerate(keys):
-            self.rows[key] = start + offset
-        self.keys.extend(keys)
-
-    def discard(self, keys: Sequence[int]) -> list[int]:
-        """Drop the staged ones among ``keys``; returns the keys that were not staged."""
-        rest = []
-        for key in keys:
-            row = self.rows.pop(key, None)
-            if row is None:
-                rest.append(key)
-            else:
-                self.matrix[row] = 0.0
-        return rest
-
-    def search(self, vector: Vectors, count: int) -> list[tuple[int, float]]:
-        n = len(self.keys)
-        if not self.rows or n == 0:
-            return []
-        scores = self.matrix[:n] @ vector
-        top = np.argsort(-scores)[:count] if n <= count else np.argpartition(-scores, count)[:count]
-        return [(self.keys[i], float(scores[i])) for i in top.tolist()]
-
-    def drain(self) -> tuple[np.ndarray, Vectors]:
-        live = sorted(self.rows.items(), key=lambda kv: kv[1])
-        keys = np.asarray([k for k, _ in live], dtype=np.uint64)
-        return keys, self.matrix[[r for _, r in live]]
-
-
 class VectorIndex:
     """Vectors of node texts, searchable by cosine similarity; see the module docstring."""
 
@@ -159,7 +113,7 @@ class VectorIndex:
         self._viewed = False
         self._next_key = 1
         self._index = self._new_index()
-        self._staged: _Staged | None = None
+        self._staged: Staged | None = None
         self.graph = ""
         """The graph checkpoint generation the index was last synced to ("" if unknown)."""
 
@@ -258,7 +212,7 @@ class VectorIndex:
     @contextlib.contextmanager
     def staging(self) -> Iterator[None]:
         """Within the block, additions are searchable at once but inserted at its end."""
-        self._staged = _Staged(self.embedder.dim)
+        self._staged = Staged(self.embedder.dim)
         try:
             yield
         finally:
@@ -275,7 +229,7 @@ class VectorIndex:
             self._writable().add(keys, np.ascontiguousarray(vectors))
         except (RuntimeError, ValueError) as exc:
             raise EngineError(f"adding vectors to the index: {exc}") from None
-        self._staged = _Staged(self.embedder.dim)
+        self._staged = Staged(self.embedder.dim)
 
     def save(self) -> None:
         """Write the index and its key map atomically into the cache directory."""
