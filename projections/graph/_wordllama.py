@@ -28,6 +28,7 @@ __all__ = ["StaticModel", "load_packaged"]
 
 _CONFIG: Final = "l2_supercat"
 _BATCH: Final = 64  # as WordLlama: pooled in chunks, so memory stays bounded
+_PYTHON_BELOW: Final = 16  # texts per call tokenized in Python (see token_ids)
 _DTYPES: Final = {"F16": np.float16, "F32": np.float32, "BF16": None}
 
 
@@ -54,7 +55,9 @@ class StaticModel:
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids (no special tokens added)."""
-        bpe = self.bpe
+        # Python is quicker to start, the library (Rust) quicker per text: a cold route's
+        # one task goes to the former, a dream's or a full sync's thousands to the latter.
+        bpe = self.bpe if len(texts) <= _PYTHON_BELOW else None
         ids: list[list[int] | None] = [bpe.encode(t) if bpe is not None else None for t in texts]
         missing = [i for i, row in enumerate(ids) if row is None]
         if missing:
