@@ -12,16 +12,25 @@ For a query (signals ``Q``, candidate genes) and every gene ``g``, at time ``now
    decayed per event with h = 45 days (Laplace-smoothed toward 1/2).
 4. **Estimate.** ``mean = (S + m·π) / (n + m)`` (m = ``prior_strength`` = 2: the prior counts
    as two observations), ``sd = sqrt(mean·(1 - mean) / (n + m + 1))`` and
-   ``score = mean + exploration·sd`` — optimism in proportion to what is still unknown, so
-   stale or thin evidence is re-tested instead of trusted or condemned.
+   ``score = mean + exploration·w·sd`` — optimism in proportion to what is still unknown, so
+   stale or thin evidence is re-tested instead of trusted or condemned. ``w = min(1, N / (k·G))``
+   with ``N`` the local evidence ``n`` summed over the ``G`` genes asked about and ``k`` =
+   ``explore_evidence_per_gene`` = 2 (0: ``w = 1``): a try pays off only through later
+   visits to the same neighbourhood, so where there is little traffic for many genes the
+   bonus shrinks toward the estimate (chosen by regret in bench/bench_advice_sim.py, where a
+   constant bonus re-tested dozens of thin genes in a sparse world).
 5. **Bans** (not with drift) need evidence of failure: ``F >= ban_min_failures`` and
    ``mean < ban_below``; or, with almost no local evidence (``n < 1``), a gene failing
    everywhere: ``F_g >= prior_ban_min_failures`` and ``π < prior_ban_below``. Age only
    shrinks evidence, so staleness moves a gene back toward its prior, never into a ban.
-6. **Decision.** Genes are ranked by score (ties keep the caller's order). The preferred gene
-   is the best *non-banned* one. If that gene has no evidence at all (no edge on any
-   candidate key and no outcome anywhere) the status is ``explore`` and nothing is preferred:
-   the untried genes are listed instead of picking one by list position.
+6. **Decision.** Genes are ranked by score (ties keep the caller's order); the pick is the
+   best *non-banned* one. ``prefer`` means evidence: the pick is also the best by ``mean``
+   and rests on at least ``prefer_min_evidence`` (1) effective local outcomes ``n``.
+   Otherwise the pick is an optimistic bet: the status is ``explore``, nothing is preferred,
+   and ``explore`` names the pick (``explore:optimistic:<gene>``; the evidence-best gene is
+   named too). If the pick has no evidence at all (no edge on any candidate key and no
+   outcome anywhere) ``explore`` lists every untried gene instead of picking one by list
+   position (``explore:no_evidence``).
 """
 
 from __future__ import annotations
@@ -51,6 +60,8 @@ class EvologParams(msgspec.Struct, frozen=True):
     max_candidates: int = 32
     prior_strength: float = 2.0
     exploration: float = 1.0
+    explore_evidence_per_gene: float = 2.0
+    prefer_min_evidence: float = 1.0
     ban_below: float = 0.2
     ban_min_failures: float = 3.0
     prior_ban_below: float = 0.15
@@ -196,6 +207,7 @@ def _score_gene(
     drift: bool,
     p: EvologParams,
 ) -> GeneScore:
+    """The gene's estimate; its ``score`` is set by :func:`_with_scores`."""
     gid = state.gene_ids.get(gene)
     evidence = () if gid is None else _key_evidence(state, gid, cands, now_us)
     big_s = sum(e.sim * e.weighted_success for e in evidence)
@@ -213,7 +225,7 @@ def _score_gene(
         reason = "poor_prior"
     return GeneScore(
         gene_id=gene,
-        score=mean + p.exploration * sd,
+        score=mean,
         mean=mean,
         sd=sd,
         success=big_s,
@@ -229,6 +241,19 @@ def _score_gene(
     )
 
 
+def exploration_weight(ranked: Sequence[GeneScore], p: EvologParams) -> float:
+    """``w`` of the module docstring: the share of the exploration bonus that applies."""
+    if p.explore_evidence_per_gene <= 0 or not ranked:
+        return 1.0
+    traffic = sum(s.attempts for s in ranked)
+    return min(1.0, traffic / (p.explore_evidence_per_gene * len(ranked)))
+
+
+def _with_scores(ranked: list[GeneScore], p: EvologParams) -> list[GeneScore]:
+    bonus = p.exploration * exploration_weight(ranked, p)
+    return [msgspec.structs.replace(s, score=s.mean + bonus * s.sd) for s in ranked]
+
+
 def evolog_decide(
     state: AdviceState,
     signals: object,
@@ -242,21 +267,28 @@ def evolog_decide(
     cur_key = compute_signal_key(signals)
     query = frozenset(normalize_signals_for_matching(signals))
     cands = state.catalog.similar(query, p.min_similarity, p.max_candidates)
-    ranked = [_score_gene(state, g, cands, now_us, drift, p) for g in genes]
+    ranked = _with_scores([_score_gene(state, g, cands, now_us, drift, p) for g in genes], p)
     banned = tuple(s.gene_id for s in ranked if s.banned)
     scored = tuple(sorted(ranked, key=lambda s: -s.score))  # stable: ties keep gene order
     allowed = [s for s in scored if not s.banned]
     top = allowed[0] if allowed else None
+    # max() keeps the first of equal means, so ties go to the higher score, then gene order.
+    best = max(allowed, key=lambda s: s.mean) if allowed else None
     explore: tuple[str, ...] = ()
     if not scored:
         status = "no_genes"
-    elif top is None:
+    elif top is None or best is None:
         status = "all_banned"
     elif top.untried:
         status = "explore"
         explore = tuple(s.gene_id for s in ranked if s.untried and not s.banned)
-    else:
+    elif top is best and top.attempts >= p.prefer_min_evidence:
         status = "prefer"
+    else:
+        # An optimistic pick (thin evidence, or a bonus over a better-estimated gene) is worth
+        # trying, but calling it preferred would present a bet as knowledge.
+        status = "explore"
+        explore = (top.gene_id,)
     preferred = top.gene_id if status == "prefer" and top is not None else None
     lines: list[str] = []
     if preferred is not None and top is not None:
@@ -265,7 +297,11 @@ def evolog_decide(
         lines.append(f"memory_ban:{','.join(banned[:MAX_BANS_EXPLAINED])}")
     if preferred is not None and top is not None and top.prior_outcomes:
         lines.append(f"gene_prior:{to_fixed(top.prior, 3)}")
-    if status in ("explore", "all_banned"):
+    if status == "explore" and top is not None and not top.untried:
+        lines.append(f"explore:optimistic:{top.gene_id}")
+        if best is not None and best is not top:
+            lines.append(f"evidence_best:{best.gene_id}")
+    elif status in ("explore", "all_banned"):
         lines.append("explore:no_evidence" if status == "explore" else "all_banned")
     if drift:
         lines.append("random_drift:enabled")
