@@ -24,7 +24,7 @@ from ._forgotten import ForgottenIds
 from ._keysearch import KeyCatalog
 from ._state import AdviceState, AttemptInfo
 
-FORMAT = 2  # 2: ``forgotten`` (see AdviceState)
+FORMAT = 3  # 2: ``forgotten`` (see AdviceState); 3: the keys' matching sets (issue 17.3)
 STATE_FILE = "state.msgpack"
 INDEX_FILE = "keys.usearch"
 
@@ -75,6 +75,7 @@ def save_state(paths: Paths, state: AdviceState, signature: Signature) -> None:
         "signature": signature,
         "half_lives": [state.edge_half_life_us, state.gene_half_life_us],
         "keys": catalog.keys,
+        "match": sorted(catalog.match.items()),
         "genes": state.genes,
         "edges": _arrays(state.edges, len(catalog.keys)),
         "gene_stats": _arrays(state.gene_stats, 1),
@@ -127,7 +128,7 @@ def _state_from(blob: dict[str, Any], directory: str) -> AdviceState:
     state = AdviceState()
     state.head = int(blob["head"])
     state.edge_half_life_us, state.gene_half_life_us = blob["half_lives"]
-    state.catalog = KeyCatalog(list(blob["keys"]))
+    state.catalog = KeyCatalog(list(blob["keys"]), ((int(k), str(m)) for k, m in blob["match"]))
     state.genes = list(blob["genes"])
     state.gene_ids = {g: i for i, g in enumerate(state.genes)}
     state.edges = _table(blob["edges"])

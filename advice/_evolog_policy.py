@@ -2,8 +2,10 @@
 
 For a query (signals ``Q``, candidate genes) and every gene ``g``, at time ``now``:
 
-1. **Candidate keys.** The query's key (similarity 1) and up to ``max_candidates`` keys from
-   *all* history with Jaccard(Q, key signals) >= ``min_similarity`` (1/3, inclusive).
+1. **Candidate keys.** Up to ``max_candidates`` keys from *all* history with Jaccard >=
+   ``min_similarity`` (1/3, inclusive) between the query's and the key's matching sets
+   (:mod:`._keysearch`: evolver's normalised signals, error texts with their digit runs
+   masked, so ``timeout after 646ms`` and ``timeout after 1200ms`` are one signal).
 2. **Edge evidence, decayed per event.** For each candidate key ``k`` with similarity
    ``sim_k``: ``s_k = Σ_success 2^(-age_i/h)``, ``f_k = Σ_failed 2^(-age_i/h)`` (h = 30 days;
    each outcome ages on its own). Pooled: ``S = Σ sim_k·s_k``, ``F = Σ sim_k·f_k``,
@@ -47,6 +49,7 @@ from evolog.eventlog.schema._signalkey import (
 )
 
 from ._errors import InvalidInputError
+from ._keysearch import match_signals
 from ._state import AdviceState
 from .evolver._export import iso_ms
 
@@ -265,8 +268,10 @@ def evolog_decide(
     """Score ``genes`` for ``signals`` on the folded state at time ``now_us``."""
     p = params or EvologParams()
     cur_key = compute_signal_key(signals)
-    query = frozenset(normalize_signals_for_matching(signals))
-    cands = state.catalog.similar(query, p.min_similarity, p.max_candidates)
+    catalog = state.catalog
+    exact = catalog.exact_parts
+    query = frozenset(normalize_signals_for_matching(signals)) if exact else match_signals(signals)
+    cands = catalog.similar(query, p.min_similarity, p.max_candidates)
     ranked = _with_scores([_score_gene(state, g, cands, now_us, drift, p) for g in genes], p)
     banned = tuple(s.gene_id for s in ranked if s.banned)
     scored = tuple(sorted(ranked, key=lambda s: -s.score))  # stable: ties keep gene order

@@ -5,6 +5,15 @@ evolver's sorted, de-duplicated, normalised signals joined by ``|``, so the part
 the normalised set (except for signals that themselves contain ``|``, which evolver's keys
 cannot tell apart either). Similarity is Jaccard over those sets.
 
+**Related keys** (issue 17.3). evolver's normalisation keeps digits inside tokens, so
+``timeout after 646ms`` and ``timeout after 1200ms`` hash to different ``errsig_norm`` keys
+and one recurring error spreads over as many keys as it has timings. Matching therefore uses
+each key's *matching set* (:func:`match_signals`): the normalised signals with every
+``errsig:`` text normalised once more — each digit run, wherever it sits, becomes ``<n>`` —
+and hashed as ``errsig_match:<hash>``. It is computed from the signals the key was first seen
+with (a key seen without them keeps its own parts). The keys themselves, and the ``evolver``
+policy, are untouched.
+
 Below :data:`EXACT_SCAN_MAX` distinct keys every key is compared (a few microseconds each).
 Above it, a usearch binary index over signal-set fingerprints (Tanimoto metric, each signal
 hashed to :data:`BITS_PER_SIGNAL` of :data:`FINGERPRINT_BITS` bits) proposes candidates and
@@ -17,7 +26,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+from collections.abc import Iterable
 from typing import Any
+
+from evolog.eventlog.schema._signalkey import (
+    compute_signal_key,
+    js_string,
+    js_trim,
+    normalize_error_signature,
+    stable_hash,
+)
 
 from ._errors import IndexBackendError
 
@@ -30,6 +49,25 @@ EXACT_SCAN_MAX = 768  # the measured crossover (bench/RESULTS.md)
 ONE_SHOT_EXACT_MAX = 20_000
 SEARCH_COUNT = 256  # candidates asked of the index before exact verification
 EXPANSION_SEARCH = 256
+
+
+_DIGITS = re.compile(r"[0-9]+", re.ASCII)
+_ERRSIG = "errsig:"
+
+
+def match_signals(signals: object) -> frozenset[str]:
+    """The matching set of a signal list (see the module docstring)."""
+    out: set[str] = set()
+    for raw in signals if isinstance(signals, list | tuple) else ():
+        s = js_trim(js_string(raw))
+        if not s.startswith(_ERRSIG):
+            if s:
+                out.add(s)
+            continue
+        norm = normalize_error_signature(s[len(_ERRSIG) :])
+        if norm is not None:
+            out.add("errsig_match:" + stable_hash(_DIGITS.sub("<n>", norm)))
+    return frozenset(out)
 
 
 def key_signals(key: str) -> frozenset[str]:
@@ -60,8 +98,13 @@ def fingerprint(signals: frozenset[str]) -> Any:
 class KeyCatalog:
     """Distinct signal keys by id (ids are dense and stable: the order keys were first seen)."""
 
-    def __init__(self, keys: list[str] | None = None) -> None:
+    def __init__(
+        self, keys: list[str] | None = None, match: Iterable[tuple[int, str]] = ()
+    ) -> None:
         self.keys: list[str] = keys if keys is not None else []
+        # The matching set of a key whose set differs from its own parts, "|"-joined.
+        self.match: dict[int, str] = dict(match)
+        self.exact_parts = False  # match on evolver's key parts (the rule before 17.3)
         self._ids: dict[str, int] | None = None
         self._sets: dict[int, frozenset[str]] = {}  # built on first use
         self._index: Any = None  # usearch Index over ids < self._indexed
@@ -83,19 +126,27 @@ class KeyCatalog:
         """The id of a key, or None if it has never been seen."""
         return self._id_map().get(key)
 
-    def add(self, key: str) -> int:
-        """The id of a key, added if new."""
+    def add(self, key: str, signals: list[str] | None = None) -> int:
+        """The id of a key, added if new (its matching set from ``signals``, if they give
+        this key)."""
         ids = self._id_map()
         kid = ids.get(key)
         if kid is None:
             kid = ids[key] = len(self.keys)
             self.keys.append(key)
+            if signals and "errsig:" in "".join(map(str, signals)):
+                matched = match_signals(signals)
+                if matched != key_signals(key) and compute_signal_key(signals) == key:
+                    self.match[kid] = "|".join(sorted(matched))
         return kid
 
     def signal_set(self, kid: int) -> frozenset[str]:
+        """The set a key is matched on: its matching set, or its parts (``exact_parts``)."""
         found = self._sets.get(kid)
         if found is None:
-            found = self._sets[kid] = key_signals(self.keys[kid])
+            joined = None if self.exact_parts else self.match.get(kid)
+            found = key_signals(self.keys[kid]) if joined is None else key_signals(joined)
+            self._sets[kid] = found
         return found
 
     # -- the similarity index --------------------------------------------------------------

@@ -252,7 +252,7 @@ class AdviceState:
                 old = Closed(row.seq, found.key, found.gene, found.signals or [])
                 key, signals, gene = _completed(key, signals, gene, old)
         if gene:
-            kid = self.catalog.add(key or NONE_KEY)
+            kid = self.catalog.add(key or NONE_KEY, signals)
             gid = self.gene_id(gene)
             status = row.status or ""
             # A time outside what the log accepts (an older log's) counts as the nearest

@@ -185,17 +185,28 @@ class Projections:
         mode: DecayMode | None = None,
         half_life_days: float | None = None,
         gene_half_life_days: float | None = None,
+        related: bool = False,
     ) -> pa.Table:
         """Edge stats per (signal_key, gene), sorted; see :mod:`evolog.projections.edges._eval`.
 
-        ``signals`` selects the edges of their evolver signal key (added to ``keys``).
+        ``signals`` selects the edges of their evolver signal key (added to ``keys``); with
+        ``related``, also those of every key holding all of the signals (a key also carries an
+        error's hash, a tool name...: ``test_failure,flaky`` finds ``errsig_norm:…|flaky|
+        test_failure``, which the exact key never does).
         """
-        if signals is not None:
-            from evolog.eventlog.schema._signalkey import compute_signal_key
-
-            keys = [*(keys or []), compute_signal_key(list(signals))]
         params = self._params(mode, half_life_days, gene_half_life_days)
-        return self._evaluate(params, as_of, as_of_ts, now, keys=keys, genes=genes)
+        if signals is None:
+            return self._evaluate(params, as_of, as_of_ts, now, keys=keys, genes=genes)
+        from evolog.eventlog.schema._signalkey import (
+            compute_signal_key,
+            normalize_signals_for_matching,
+        )
+
+        keys = [*(keys or []), compute_signal_key(list(signals))]
+        if not related:
+            return self._evaluate(params, as_of, as_of_ts, now, keys=keys, genes=genes)
+        table = self._evaluate(params, as_of, as_of_ts, now, genes=genes)
+        return _holding(table, set(normalize_signals_for_matching(list(signals))), keys)
 
     def gene_priors(
         self,
@@ -327,3 +338,10 @@ class Projections:
         from ._export import export
 
         return export(self, directory, fmt, as_of=as_of, as_of_ts=as_of_ts, now=now)
+
+
+def _holding(table: pa.Table, wanted: set[str], keys: list[str]) -> pa.Table:
+    """The rows of ``table`` whose key is one of ``keys`` or holds every signal in ``wanted``."""
+    column = table.column("signal_key").to_pylist()
+    keep = [k in keys or (bool(wanted) and wanted <= set(k.split("|"))) for k in column]
+    return table.filter(pa.array(keep, type=pa.bool_()))

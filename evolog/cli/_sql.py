@@ -40,11 +40,18 @@ def add_sql_commands(sub: Any) -> None:
     s.set_defaults(func=run_sql)
 
     s = sub.add_parser("edges", help="edge stats per (signal key, gene), or gene priors")
-    s.add_argument("--signals", help="comma-separated signals (their evolver key is used)")
+    s.add_argument(
+        "--signals",
+        help="comma-separated signals: the edges of their evolver key and of every key "
+        "holding all of them (--exact: their key only)",
+    )
     s.add_argument(
         "--signal", action="append", help="one signal, taken whole (commas included); repeatable"
     )
     s.add_argument("--key", help="a signal key, as stored")
+    s.add_argument(
+        "--exact", action="store_true", help="with --signals: only their evolver key's edges"
+    )
     s.add_argument("--gene", help="comma-separated gene ids")
     s.add_argument("--priors", action="store_true", help="per-gene priors over all keys")
     s.add_argument(
@@ -189,6 +196,7 @@ def run_edges(args: argparse.Namespace) -> int:
             mode=args.mode,
             half_life_days=args.half_life,
             gene_half_life_days=args.gene_half_life,
+            related=not args.exact,
             **_bounds(args),
         )
     render(table, args.format, sys.stdout)
