@@ -2,14 +2,20 @@
 
 Per trace (action index = position in the trace's ordered steps):
 
-* constraints: a failed outcome yields one constraint per failed step (its action, error and
-  the trace's error signature), or one for the whole approach when no step failed; the
+* constraints (issue 17.6, measured on tests/data/dream_labelled_traces.json): a failed
+  outcome yields one constraint per step that was the mistake, or one for the whole approach
+  when no step is to blame. A failed step that *checks* (tests, builds, linters, running the
+  program: :data:`_CHECK`) reports an earlier change, so the constraint names the latest
+  change before it (not "avoid 'run tests'"); a check that fails before any change names
+  nothing. A failed step repeated later with success was transient and names nothing. The
   failure class is read from the error text;
 * noise: failed steps, and steps repeated later with the same tool and action (retries);
 * critical path: every other step, in order;
 * REM: a parent whose goal is the task, whose summary is the critical path, and whose
-  confidence comes from the outcome (and its score, when it has one), then one child per
-  critical step.
+  confidence is the posterior mean of its success rate after this one outcome, from a
+  uniform prior: 2/3 for a success, 1/3 for a failure, 1/2 otherwise (one lucky success is
+  not a 0.85 strategy; the outcome's score is the agent's own opinion and moved confidence
+  away from the observed rates, so it is left out), then one child per critical step.
 
 Links: SIMILAR_TO from a new node to each neighbour offered. Compaction: the summary cut at a
 word boundary.
@@ -28,7 +34,7 @@ from ._traces import Trace, TraceStep
 from .isa._opcodes import LAST_PARENT, Opcode
 from .isa._program import Instruction
 
-__all__ = ["HeuristicDreamer", "classify_failure", "confidence_of"]
+__all__ = ["HeuristicDreamer", "blamed_steps", "classify_failure", "confidence_of"]
 
 _CLASS_PATTERNS: Final = (
     ("timeout", re.compile(r"time(d)?[ _-]?out|deadline exceeded", re.I)),
@@ -51,6 +57,16 @@ _CLASS_PATTERNS: Final = (
         ),
     ),
 )
+_CHECK: Final = re.compile(
+    r"^(?:bash\s+)?(?:run|re-run|rerun|test|check|verify|build|compile|lint|execute)\b"
+    r"|\b(?:pytest|tox|nox|jest|mocha|vitest|unittest|mypy|ruff|flake8|pylint|eslint|tsc"
+    r"|make|ctest|(?:npm|yarn|pnpm)\s+(?:run\s+)?(?:test|build|lint)|go\s+(?:test|build|vet)"
+    r"|cargo\s+(?:test|build|check|run)|docker\s+build|gradle|mvn|python\s+-c"
+    r"|python3?\s+\S+\.py)\b",
+    re.I,
+)
+"""A step that checks the work (runs tests, a build, a linter, the program) rather than
+changing it: when it fails, the mistake is usually the change before it."""
 SUMMARY_LIMIT: Final = 200
 """Summaries longer than this are compaction candidates."""
 
@@ -64,12 +80,11 @@ def classify_failure(text: str, tool: str | None = None) -> str:
 
 
 def confidence_of(trace: Trace) -> float:
-    """Confidence of a strategy learned from one trace: its outcome, blended with its score."""
-    base = 0.8 if trace.succeeded else 0.3 if trace.failed else 0.5
-    score = trace.score
-    if score is not None and 0.0 <= score <= 1.0:
-        base = (base + score) / 2
-    return round(base, 3)
+    """Confidence of a strategy learned from one trace: the posterior mean of its success
+    rate after this outcome, from a uniform prior (Laplace: (successes + 1) / (tries + 2))."""
+    if trace.succeeded:
+        return round(2 / 3, 3)
+    return round(1 / 3, 3) if trace.failed else 0.5
 
 
 def _noise(steps: Sequence[TraceStep]) -> set[int]:
@@ -87,16 +102,55 @@ def _step_error(step: TraceStep) -> str:
     return step.error or (step.result if step.failed else "") or ""
 
 
+_EDIT_TOOLS: Final = frozenset({"edit", "write", "multiedit", "notebookedit"})
+
+
+def _is_check(step: TraceStep) -> bool:
+    """A step that checks the work; an editing tool's step changes it, whatever it names."""
+    return (step.tool or "").lower() not in _EDIT_TOOLS and bool(_CHECK.search(_what(step)))
+
+
+def _what(step: TraceStep) -> str:
+    return step.action or step.tool or step.reasoning or f"step {step.index}"
+
+
+def blamed_steps(steps: Sequence[TraceStep]) -> list[tuple[TraceStep, TraceStep]]:
+    """(the step to avoid, the failed step that showed it), in order, without repeats."""
+    out: list[tuple[TraceStep, TraceStep]] = []
+    for i, step in enumerate(steps):
+        if not step.failed:
+            continue
+        key = (step.tool, step.action.strip().lower())
+        if any((s.tool, s.action.strip().lower()) == key and not s.failed for s in steps[i + 1 :]):
+            continue  # the same step worked when repeated: transient, not a lesson
+        culprit: TraceStep | None = step
+        if _is_check(step):
+            # A failed check reports on the work before it; the latest change is to blame.
+            culprit = next(
+                (s for s in reversed(steps[:i]) if not s.failed and not _is_check(s)),
+                None,
+            )
+        if culprit is not None and all(culprit is not c for c, _ in out):
+            out.append((culprit, step))
+    return out
+
+
 def _constraints(trace: Trace) -> list[Instruction]:
     if not trace.failed:
         return []
     signature = f" (error signature: {trace.error_signature})" if trace.error_signature else ""
     out: list[Instruction] = []
-    for step in (s for s in trace.steps if s.failed):
-        error = _step_error(step)
-        what = step.action or step.tool or step.reasoning or f"step {step.index}"
-        text = f"avoid '{what}' as done here: it failed" + (f" with {error}" if error else "")
-        cls = classify_failure(f"{error} {trace.error_signature or ''}", step.tool)
+    for culprit, failed in blamed_steps(trace.steps):
+        error = _step_error(failed)
+        with_error = f" with {error}" if error else ""
+        if culprit is failed:
+            text = f"avoid '{_what(culprit)}' as done here: it failed{with_error}"
+        else:
+            text = (
+                f"avoid '{_what(culprit)}' as done here: '{_what(failed)}' then failed"
+                f"{with_error}"
+            )
+        cls = classify_failure(f"{error} {trace.error_signature or ''}", failed.tool)
         out.append(_constraint(trace.id, text + signature, cls))
     if not out:
         actions = " → ".join(s.action for s in trace.steps if s.action) or "the attempt"

@@ -106,11 +106,15 @@ def test_merge_prune_and_reads_on_an_existing_graph() -> None:
     )
     assert result.success, result.error
     merge_ab, merge_ac, prune = result.events
-    assert isinstance(merge_ab, Merge) and merge_ab.confidence == pytest.approx(0.75)
+    # Counts pooled (merged_confidence): a = 0.6 of 1 trace is 0.8 successes, b = 0.7 is 1
+    # (clamped), weighted by fidelity 0.5: (0.8 + 0.5 + 1) / (1 + 0.5 + 2).
+    assert isinstance(merge_ab, Merge) and merge_ab.confidence == pytest.approx(2.3 / 3.5, 1e-5)
     # "b" was merged into "a", so GRP_NODE b c merges c into the survivor; c's low
-    # confidence is contradicting evidence and lowers the survivor's.
+    # confidence (no successes) is contradicting evidence and lowers the survivor's.
     assert isinstance(merge_ac, Merge) and (merge_ac.node, merge_ac.merged) == ("a", "c")
-    assert merge_ac.confidence == pytest.approx(0.7)
+    s_a = merge_ab.confidence * 3 - 1
+    assert merge_ac.confidence == pytest.approx((s_a + 1) / 3.5, 1e-5)
+    assert merge_ac.confidence < merge_ab.confidence
     assert isinstance(prune, Prune) and prune.node == "a"
     assert result.accumulator == "a"
     assert "MEM_JMP: jumped to a#1" in result.side_effects

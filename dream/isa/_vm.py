@@ -35,12 +35,29 @@ from ._opcodes import LAST_PARENT, Opcode
 from ._parser import DEFAULT_MAX_INSTRUCTIONS, constraint_fields
 from ._program import Instruction, Program
 
-__all__ = ["VMContext", "VMResult", "run_program"]
+__all__ = ["VMContext", "VMResult", "merged_confidence", "run_program"]
 
-MERGE_BOOST = 0.1
-"""Confidence a merge adds, scaled by the fidelity of the merged node's evidence."""
-SUPPORT_FLOOR = 0.5
-"""A merged node at least this confident supports the survivor; below, it contradicts it."""
+
+
+def merged_confidence(
+    keep: float, keep_traces: int, merged: float, merged_traces: int, fidelity: float
+) -> float:
+    """The survivor's confidence after a merge: both nodes' evidence pooled as counts.
+
+    A node's confidence is read as the Laplace estimate ``(s + 1) / (n + 2)`` of its ``n``
+    traces (at least 1), which the heuristic dreamer writes, so ``s = c·(n + 2) - 1``,
+    clamped to ``[0, n]``; the merged node's counts are weighted by the fidelity of its
+    source. The result is ``(s₁ + w·s₂ + 1) / (n₁ + w·n₂ + 2)``: two successes give 0.75 and a
+    success merged with a failure 0.5 (the reference's "max + 0.1" gave 0.77 and 0.57, and
+    five successes 1.0; tests/data/dream_labelled_traces.json, bench/bench_dream_quality.py).
+    """
+
+    def counts(c: float, n: int) -> tuple[float, float]:
+        n = max(1, n)
+        return min(float(n), max(0.0, c * (n + 2) - 1)), float(n)
+
+    (s1, n1), (s2, n2) = counts(keep, keep_traces), counts(merged, merged_traces)
+    return (s1 + fidelity * s2 + 1) / (n1 + fidelity * n2 + 2)
 
 
 def _default_minter() -> Callable[[], str]:
@@ -291,11 +308,9 @@ def _group(run: _Run, inst: Instruction) -> str:
     assert a is not None and b is not None  # _live_node checked both
     # Supporting evidence (the strategy worked again) raises confidence and contradicting
     # evidence (it failed again) lowers it, each weighted by how far its source is trusted.
-    step = MERGE_BOOST * run.ctx.fidelity(merged)
-    if b.confidence >= SUPPORT_FLOOR:
-        confidence = min(1.0, max(a.confidence, b.confidence) + step)
-    else:
-        confidence = max(0.0, a.confidence - step)
+    fidelity = run.ctx.fidelity(merged)
+    confidence = merged_confidence(a.confidence, len(a.traces), b.confidence, len(b.traces),
+                                   fidelity)  # fmt: skip
     event = Merge(cycle=run.ctx.cycle, node=keep, merged=merged, confidence=round(confidence, 6))
     run.emit(event, f"GRP_NODE: {keep[:24]} + {merged[:24]}")
     return keep
