@@ -27,7 +27,8 @@ For a query (signals ``Q``, candidate genes) and every gene ``g``, at time ``now
    shrinks evidence, so staleness moves a gene back toward its prior, never into a ban.
 6. **Decision.** Genes are ranked by score (ties keep the caller's order); the pick is the
    best *non-banned* one. ``prefer`` means evidence: the pick is also the best by ``mean``
-   and rests on at least ``prefer_min_evidence`` (1) effective local outcomes ``n``.
+   and rests on more than ``prefer_min_evidence`` (1) effective local outcomes ``n`` — one
+   outcome weighs at most 1 and starts decaying at once, so it is never a preference.
    Otherwise the pick is an optimistic bet: the status is ``explore``, nothing is preferred,
    and ``explore`` names the pick (``explore:optimistic:<gene>``; the evidence-best gene is
    named too). If the pick has no evidence at all (no edge on any candidate key and no
@@ -287,7 +288,7 @@ def evolog_decide(
     elif top.untried:
         status = "explore"
         explore = tuple(s.gene_id for s in ranked if s.untried and not s.banned)
-    elif top is best and top.attempts >= p.prefer_min_evidence:
+    elif top is best and top.attempts > p.prefer_min_evidence:
         status = "prefer"
     else:
         # An optimistic pick (thin evidence, or a bonus over a better-estimated gene) is worth
