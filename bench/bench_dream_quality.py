@@ -5,8 +5,9 @@
 **Constraints.** tests/data/dream_labelled_traces.json: 42 traces of agent work (41 failed)
 written for this, each labelled with the steps that were the mistake (or none: the approach
 as a whole failed). The 30 ``design`` traces were looked at while writing the rule; the 12
-``heldout`` ones were written after it was fixed and never used to change it. A constraint is right when the step it tells to avoid is labelled, or
-when it blames the approach and no step is labelled. ``old`` is the rule before issue 17.6
+``heldout`` ones were written after it was fixed and never used to change it. A constraint
+is right when the step it tells to avoid is labelled, or when it blames the approach and no
+step is labelled. ``old`` is the rule before issue 17.6
 (one constraint per failed step, naming that step); ``new`` is ``blamed_steps``.
 
 **Confidence.** A simulated history per seed: 100 approaches with a true success rate
@@ -44,10 +45,11 @@ def constraint_precision() -> dict[str, Any]:
             if t["status"] != "failed" or t["split"] != split:
                 continue
             steps = tuple(
-                TraceStep(index=i, action=s["action"], tool=s["tool"], ok=s["ok"],
-                          error=s.get("error"))
+                TraceStep(
+                    index=i, action=s["action"], tool=s["tool"], ok=s["ok"], error=s.get("error")
+                )
                 for i, s in enumerate(t["steps"])
-            )  # fmt: skip
+            )
             if rule == "old":
                 blamed = [s.index for s in steps if s.failed]
             else:

@@ -74,8 +74,23 @@ def run_seed(seed: int, tasks: int) -> dict[str, Any]:
             ok = bool(uniforms[t] < p[g]) != bool(flips[t] < 0.1)
             key = compute_signal_key(signals[t])
             status = "success" if ok else "failed"
-            state.apply(Row(t + 1, "outcome", f"o{t}", now, key, pick, None, status, None,
-                            "sim", None, signals[t], None))  # fmt: skip
+            state.apply(
+                Row(
+                    t + 1,
+                    "outcome",
+                    f"o{t}",
+                    now,
+                    key,
+                    pick,
+                    None,
+                    status,
+                    None,
+                    "sim",
+                    None,
+                    signals[t],
+                    None,
+                )
+            )
         out[arm] = regret
         if arm == "related":
             cat = state.catalog
@@ -103,9 +118,7 @@ def main() -> None:
         "seeds": args.seeds,
         "tasks": args.tasks,
         "keys_per_100_tasks": float(np.mean([r["keys"] for r in results]) * per100),
-        "matching_sets_per_100_tasks": float(
-            np.mean([r["match_sets"] for r in results]) * per100
-        ),
+        "matching_sets_per_100_tasks": float(np.mean([r["match_sets"] for r in results]) * per100),
         "regret_exact": float(exact.mean()),
         "regret_related": float(related.mean()),
         "related_minus_exact": float((related - exact).mean()),

@@ -147,8 +147,7 @@ def _constraints(trace: Trace) -> list[Instruction]:
             text = f"avoid '{_what(culprit)}' as done here: it failed{with_error}"
         else:
             text = (
-                f"avoid '{_what(culprit)}' as done here: '{_what(failed)}' then failed"
-                f"{with_error}"
+                f"avoid '{_what(culprit)}' as done here: '{_what(failed)}' then failed{with_error}"
             )
         cls = classify_failure(f"{error} {trace.error_signature or ''}", failed.tool)
         out.append(_constraint(trace.id, text + signature, cls))

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from evolog.advice import AdviceEngine
 from evolog.eventlog import EventLog, Outcome
 from evolog.eventlog.schema._signalkey import compute_signal_key, parse_iso_ms
@@ -27,10 +26,14 @@ def log(tmp_path: Path) -> Any:
 
 def _timeouts(log: EventLog) -> None:
     log.append_many(
-        Outcome(ts=NOW_US - DAY_US, signals=["log_error", f"errsig:timeout after {ms}ms"],
-                gene="gene_retry", status="success")
+        Outcome(
+            ts=NOW_US - DAY_US,
+            signals=["log_error", f"errsig:timeout after {ms}ms"],
+            gene="gene_retry",
+            status="success",
+        )
         for ms in (646, 1200, 88)
-    )  # fmt: skip
+    )
 
 
 def test_digits_inside_tokens_do_not_split_evidence(log: EventLog) -> None:
@@ -57,9 +60,11 @@ def test_matching_sets_survive_the_cache(log: EventLog) -> None:
 def test_edges_for_signals_find_the_keys_holding_them(log: EventLog) -> None:
     flaky = ["test_failure", "flaky", "errsig:AssertionError in tests/test_io.py:41"]
     log.append_many(
-        [Outcome(ts=NOW_US, signals=flaky, gene="gene_retry", status="success"),
-         Outcome(ts=NOW_US, signals=["test_failure"], gene="gene_x", status="failed")]
-    )  # fmt: skip
+        [
+            Outcome(ts=NOW_US, signals=flaky, gene="gene_retry", status="success"),
+            Outcome(ts=NOW_US, signals=["test_failure"], gene="gene_x", status="failed"),
+        ]
+    )
     proj = Projections(log)
     exact = proj.edges(signals=["test_failure", "flaky"], now=NOW_US).to_pylist()
     related = proj.edges(signals=["test_failure", "flaky"], now=NOW_US, related=True)
@@ -73,8 +78,14 @@ def test_edges_cli_matches_related_keys_unless_exact(log: EventLog, tmp_path: Pa
     import subprocess
     import sys
 
-    log.append(Outcome(ts=NOW_US, signals=["test_failure", "flaky", "errsig:x 12ms"],
-                       gene="gene_retry", status="success"))  # fmt: skip
+    log.append(
+        Outcome(
+            ts=NOW_US,
+            signals=["test_failure", "flaky", "errsig:x 12ms"],
+            gene="gene_retry",
+            status="success",
+        )
+    )
     log.flush()
     base = [sys.executable, "-m", "evolog", "--store", str(tmp_path / "store"), "edges"]
     args = ["--signals", "test_failure,flaky"]

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from evolog.dream import HeuristicDreamer, Trace, TraceStep
 from evolog.dream._heuristic import blamed_steps, confidence_of
 from evolog.dream.isa._opcodes import Opcode
@@ -20,8 +19,10 @@ def _trace(steps: list[tuple[str, str, bool, str | None]], status: str = "failed
     return Trace(
         id="t1",
         task="fix the date parsing bug",
-        steps=tuple(TraceStep(index=i, action=a, tool=tool, ok=ok, error=err)
-                    for i, (tool, a, ok, err) in enumerate(steps)),  # fmt: skip
+        steps=tuple(
+            TraceStep(index=i, action=a, tool=tool, ok=ok, error=err)
+            for i, (tool, a, ok, err) in enumerate(steps)
+        ),
         status=status,
     )
 
@@ -32,9 +33,13 @@ def _constraints(trace: Trace) -> list[str]:
 
 
 def test_a_failed_check_blames_the_change_before_it() -> None:
-    trace = _trace([("Read", "read utils/dates.py", True, None),
-                    ("Edit", "change the format string to %d/%m", True, None),
-                    ("Bash", "Bash python -m pytest tests", False, "AssertionError: 1 != 2")])  # fmt: skip
+    trace = _trace(
+        [
+            ("Read", "read utils/dates.py", True, None),
+            ("Edit", "change the format string to %d/%m", True, None),
+            ("Bash", "Bash python -m pytest tests", False, "AssertionError: 1 != 2"),
+        ]
+    )
     texts = _constraints(trace)
     assert len(texts) == 1
     assert texts[0].startswith("avoid 'change the format string to %d/%m' as done here")
@@ -42,19 +47,27 @@ def test_a_failed_check_blames_the_change_before_it() -> None:
 
 
 def test_a_check_failing_before_any_change_blames_no_step() -> None:
-    trace = _trace([("Bash", "run tests", False, "AssertionError: 3 != 4"),
-                    ("Edit", "change the expected value", True, None),
-                    ("Bash", "run tests", True, None)])  # fmt: skip
+    trace = _trace(
+        [
+            ("Bash", "run tests", False, "AssertionError: 3 != 4"),
+            ("Edit", "change the expected value", True, None),
+            ("Bash", "run tests", True, None),
+        ]
+    )
     assert blamed_steps(trace.steps) == []
     texts = _constraints(trace)
     assert len(texts) == 1 and texts[0].startswith("the approach ")
 
 
 def test_a_failure_that_a_retry_fixed_is_not_a_lesson() -> None:
-    trace = _trace([("Bash", "curl https://example.org", False, "connection reset"),
-                    ("Bash", "curl https://example.org", True, None),
-                    ("Edit", "add sleep(5)", True, None),
-                    ("Bash", "pytest", False, "AssertionError")])  # fmt: skip
+    trace = _trace(
+        [
+            ("Bash", "curl https://example.org", False, "connection reset"),
+            ("Bash", "curl https://example.org", True, None),
+            ("Edit", "add sleep(5)", True, None),
+            ("Bash", "pytest", False, "AssertionError"),
+        ]
+    )
     assert [c.action for c, _ in blamed_steps(trace.steps)] == ["add sleep(5)"]
 
 

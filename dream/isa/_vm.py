@@ -38,7 +38,6 @@ from ._program import Instruction, Program
 __all__ = ["VMContext", "VMResult", "merged_confidence", "run_program"]
 
 
-
 def merged_confidence(
     keep: float, keep_traces: int, merged: float, merged_traces: int, fidelity: float
 ) -> float:
