@@ -6,8 +6,9 @@
 * single-event appends from ``--clients`` concurrent keep-alive connections (events/s, p50 and
   p99 latency) under ``--durability`` (batch by default);
 * NDJSON batches of ``--batch-size`` events (events/s);
-* ``/kg/advice`` (and ``/v1/recall`` where the server has it) latency, warm, on stores of
-  ``--store-events`` events: p50/p99 over ``--queries`` requests;
+* ``/kg/advice`` and ``/v1/recall`` (not recorded, and recorded: a ``recall`` event appended
+  per query) latency, warm, on stores of ``--store-events`` events (plus 400 memory notes):
+  p50/p99 over ``--queries`` requests;
 * time from starting ``evolog serve`` to its first answer on each such store, and its RSS.
 
 The client is a minimal HTTP/1.1 client over asyncio streams (one process, one connection per
@@ -30,9 +31,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evolog.eventlog import Attempt, EventLog, Outcome, init_store
+from evolog.eventlog import Attempt, EventLog, Note, Outcome, init_store
 
 GENES = [f"gene_{i:02d}" for i in range(40)]
+TOPICS = ["deploy", "database", "testing", "frontend", "security", "docs", "cloud", "git"]
+#: Memory notes in each benchmark store (written as remember writes them: one item each).
+NOTES = 400
 
 
 def free_port() -> int:
@@ -188,6 +192,11 @@ def build_store(path: str, events: int) -> None:
                 batch = []
         if batch:
             log.append_many(batch)
+        log.append_many(
+            Note(text=f"{TOPICS[i % len(TOPICS)]}: lesson {i} about {TOPICS[i % len(TOPICS)]} "
+                 f"work, step {i % 13} before step {i % 7}", branch=TOPICS[i % len(TOPICS)])
+            for i in range(NOTES)
+        )  # fmt: skip
         log.seal()
 
 
@@ -197,6 +206,19 @@ def advice_bodies(n: int) -> list[bytes]:
         json.dumps(
             {"signals": [f"sig_{i % 200}", f"area_{i % 7}"], "genes": genes, "driftEnabled": False}
         ).encode()
+        for i in range(n)
+    ]
+
+
+def recall_bodies(n: int, record: bool) -> list[bytes]:
+    return [
+        json.dumps(
+            {
+                "query": f"{TOPICS[i % len(TOPICS)]} lesson {i % NOTES} about "
+                f"{TOPICS[i % len(TOPICS)]} work",
+                "record": record,
+            }
+        ).encode()  # fmt: skip
         for i in range(n)
     ]
 
@@ -233,6 +255,10 @@ def main() -> None:
                 row["kg_advice"] = asyncio.run(
                     latency(server.port, "/kg/advice", advice_bodies(args.queries))
                 )
+                for record in (False, True):
+                    row[f"recall_record_{str(record).lower()}"] = asyncio.run(
+                        latency(server.port, "/v1/recall", recall_bodies(args.queries, record))
+                    )
                 row["rss_mib"] = server.rss_mib()
             finally:
                 server.stop()

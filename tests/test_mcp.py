@@ -18,7 +18,7 @@ from evolog.eventlog import Attempt, EventLog, Outcome
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-TOOLS = {"advise", "record_outcome", "route", "search_events", "sql"}
+TOOLS = {"advise", "recall", "record_outcome", "remember", "route", "search_events", "sql"}
 
 
 def _seed(store: str) -> None:
@@ -60,6 +60,11 @@ async def _session(target: Any) -> dict[str, Any]:
             "record_outcome", {"status": "success", "action_id": "a9", "supported_by": ["note-1"]}
         )
         out["outcome_bad"] = await call("record_outcome", {"status": "great"})
+        lesson = {"branch": "deploy", "text": "run the blue-green script, then check /health"}
+        out["remember"] = await call("remember", lesson)
+        query = {"query": "how do I deploy with the blue-green script", "action_id": "task-7"}
+        out["recall"] = await call("recall", query)
+        out["credit"] = await call("record_outcome", {"status": "success", "action_id": "task-7"})
     return out
 
 
@@ -82,9 +87,18 @@ def _check(out: dict[str, Any], store: str) -> None:
     assert out["route"][1]["path"] == "zero_shot"
     assert out["outcome"][0] is False and out["outcome"][1]["seq"] == 7
     assert out["outcome_bad"][0] is True
+    item = out["remember"][1]["item"]
+    assert [i["id"] for i in out["recall"][1]["items"]] == [item]
+    assert out["credit"] == (
+        False,
+        {"seq": out["credit"][1]["seq"], "id": out["credit"][1]["id"], "credited": [item]},
+    )
     with EventLog(store) as log:
-        last = list(log.replay())[-1]
-    assert (last.action_id, last.supported_by) == ("a9", ["note-1"])  # type: ignore[attr-defined]
+        events = {e.seq: e for e in log.replay()}
+    first = events[out["outcome"][1]["seq"]]
+    assert (first.action_id, first.supported_by) == ("a9", ["note-1"])  # type: ignore[attr-defined]
+    credit = events[out["credit"][1]["seq"]]
+    assert (credit.supported_by, credit.delta) == ([item], 1.0)  # type: ignore[attr-defined]
 
 
 def test_mcp_over_stdio(tmp_path: Path) -> None:

@@ -16,11 +16,15 @@ from typing import TYPE_CHECKING
 from evolog._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._server import build_server, mcp_routes, run_stdio
+    from ._endpoint import McpEndpoint
+    from ._mount import guarded
+    from ._server import build_server, run_stdio
 
-__all__ = ["build_server", "mcp_routes", "run_stdio"]
+__all__ = ["McpEndpoint", "build_server", "guarded", "run_stdio"]
 
 
 __getattr__, __dir__ = lazy_exports(
-    __name__, {"._server": "build_server mcp_routes run_stdio"}, globals()
+    __name__,
+    {"._endpoint": "McpEndpoint", "._mount": "guarded", "._server": "build_server run_stdio"},
+    globals(),
 )

@@ -36,34 +36,6 @@ def build_server(state: AppState, lifespan: Any = None) -> MCPServer:
     return server
 
 
-def mcp_routes(state: AppState) -> tuple[MCPServer, list[Any]]:
-    """The server and the Starlette routes serving it at ``/mcp`` (streamable HTTP).
-
-    The SDK's own DNS-rebinding guard is left off: the server checks ``Host`` and bearer
-    tokens itself, for every route alike (see :mod:`evolog.server._auth`).
-    """
-    from mcp.server.transport_security import TransportSecuritySettings
-    from starlette.routing import Route
-
-    from ._mount import guarded
-
-    server = build_server(state)
-    sub = server.streamable_http_app(
-        streamable_http_path="/mcp",
-        stateless_http=True,
-        json_response=True,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        max_request_body_size=state.config.max_body,
-    )
-    routes: list[Any] = []
-    for route in sub.routes:
-        if isinstance(route, Route) and route.path == "/mcp":
-            routes.append(
-                Route("/mcp", guarded(state, route.app), methods=["GET", "POST", "DELETE"])
-            )
-    return server, routes
-
-
 def run_stdio(config: ServerConfig) -> None:
     """Serve MCP over stdin/stdout for one client (``evolog mcp``) until it closes."""
     from evolog.server._http import AppState

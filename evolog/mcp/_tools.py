@@ -33,7 +33,13 @@ def register(server: MCPServer, state: AppState) -> None:
     """Add the tools to ``server``, all acting on ``state``'s store."""
     from mcp_types import ToolAnnotations
 
-    from evolog.server._types import AdviseRequest, RouteRequest, SqlRequest
+    from evolog.server._types import (
+        AdviseRequest,
+        RecallRequest,
+        RememberRequest,
+        RouteRequest,
+        SqlRequest,
+    )
     from evolog.server.routes import _query as q
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
@@ -132,11 +138,58 @@ def register(server: MCPServer, state: AppState) -> None:
 
     @server.tool(
         description=(
-            "Record how an attempt ended, crediting the memories that were used: the "
-            "outcome feeds edges, advice and the survival ledger. Example: "
-            "record_outcome(action_id='fix-42', status='success', score=0.9, "
-            "supported_by=['note:01J...'], decided_by=['gene_retry']) -> {'seq': 57, "
-            "'id': '...', 'duplicate': False}"
+            "Remember a lesson for later tasks, in a branch (a topic; 'backbone' is "
+            "permanent). A near-copy of a note in the branch supersedes it. Example: "
+            "remember(branch='deploy', text='run the blue-green script, then check /health', "
+            "tags=['ops']) -> {'item': '01J...', 'superseded': False, 'branch': 'deploy', ...}"
+        ),
+    )
+    async def remember(
+        branch: Annotated[str, Field(min_length=1, description="topic, e.g. 'deploy'")],
+        text: Annotated[str, Field(min_length=1, description="the lesson, in a sentence or two")],
+        tags: Annotated[list[str], Field(description="labels")] = [],  # noqa: B006
+    ) -> dict[str, Any]:
+        from evolog.server.routes._memory import remember_json
+
+        req = RememberRequest(branch=branch, text=text, tags=list(tags))
+        try:
+            return await to_thread.run_sync(remember_json, state, req)
+        except Exception as exc:
+            raise _fail(exc) from None
+
+    @server.tool(
+        description=(
+            "Recall what memory holds for a task: strategies with their steps and 'do not' "
+            "constraints, and notes, best first, within a character budget. Read 'text'; "
+            "after the task call record_outcome with the same action_id so the items are "
+            "credited. Example: recall(query='deploy the web service', action_id='task-7') "
+            "-> {'text': '...block to read...', 'items': [{'id': '01J...', 'score': 0.62, "
+            "'why': '...'}], ...}"
+        ),
+    )
+    async def recall(
+        query: Annotated[str, Field(min_length=1, description="the task or question")],
+        budget_chars: Annotated[int, Field(ge=0, description="most characters of text")] = 4000,
+        top_n: Annotated[int, Field(ge=0, description="most items")] = 10,
+        action_id: Annotated[str, Field(description="the task this recall serves")] = "",
+    ) -> dict[str, Any]:
+        from evolog.server.routes._memory import recall_json
+
+        req = RecallRequest(
+            query=query, budget_chars=budget_chars, top_n=top_n, action_id=action_id
+        )
+        try:
+            return await to_thread.run_sync(recall_json, state, req)
+        except Exception as exc:
+            raise _fail(exc) from None
+
+    @server.tool(
+        description=(
+            "Record how a task ended, crediting the memories used: the items recalled for "
+            "its action_id (unless supported_by names others), and decided_by. A success "
+            "credits them (+1), a failure debits them (-1), in the survival ledger, edges "
+            "and advice. Example: record_outcome(action_id='task-7', status='success', "
+            "score=0.9, note='deployed') -> {'seq': 57, 'id': '...', 'credited': ['01J...']}"
         ),
     )
     async def record_outcome(
@@ -144,27 +197,34 @@ def register(server: MCPServer, state: AppState) -> None:
             Literal["success", "failed", "partial", "interrupted", "abandoned", "unknown"],
             Field(description="how it ended"),
         ],
-        action_id: Annotated[str, Field(description="the attempt's action id ('' if none)")] = "",
+        action_id: Annotated[str, Field(description="the task's action id ('' if none)")] = "",
         score: Annotated[float | None, Field(ge=0, le=1, description="quality 0..1")] = None,
         note: Annotated[str | None, Field(description="what happened, briefly")] = None,
         decided_by: Annotated[
             list[str], Field(description="ids of the memories that decided the action")
         ] = [],  # noqa: B006 - pydantic copies defaults
         supported_by: Annotated[
-            list[str], Field(description="ids of recalled memories that supported it")
+            list[str], Field(description="ids of memories that supported it (default: recalled)")
         ] = [],  # noqa: B006
         signals: Annotated[list[str], Field(description="signals it was about")] = [],  # noqa: B006
         gene: Annotated[str | None, Field(description="the gene/strategy used")] = None,
     ) -> dict[str, Any]:
         from evolog.eventlog import Outcome
+        from evolog.server.routes._memory import recalled_items
 
         try:
+            supported = list(supported_by)
+            if not supported and action_id:
+                supported = await to_thread.run_sync(recalled_items, state, action_id)
+            credited = [*decided_by, *supported]
+            # As the hook's Stop does: a verdict moves the credited entries by one.
+            delta = {"success": 1.0, "failed": -1.0}.get(status) if credited else None
             event = Outcome(
-                action_id=action_id, status=status, score=score, note=note,
-                decided_by=list(decided_by), supported_by=list(supported_by),
-                signals=list(signals), gene=gene, agent="mcp",
+                action_id=action_id, status=status, score=score, note=note, delta=delta,
+                decided_by=list(decided_by), supported_by=supported, signals=list(signals),
+                gene=gene, agent="mcp",
             )  # fmt: skip
             (receipt,) = await state.store.committer.submit([event], "outcome")
         except Exception as exc:
             raise _fail(exc) from None
-        return {"seq": receipt.seq, "id": receipt.id, "duplicate": receipt.duplicate}
+        return {"seq": receipt.seq, "id": receipt.id, "credited": credited}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -20,12 +22,15 @@ from ._types import (
     AppendBatchResponse,
     DreamRequest,
     EdgesRequest,
+    FeedbackRequest,
     Health,
     KgAdviceRequest,
     KgAdviceResponse,
     KgIngestRequest,
     KgIngestResponse,
+    RecallRequest,
     Receipt,
+    RememberRequest,
     RouteRequest,
     RowsResponse,
     SqlRequest,
@@ -36,6 +41,7 @@ from .cte._types import CteDream, CteRoute, CteTrace, CteTraceResponse
 from .kg import _routes as _kg
 from .routes import _dream as _routes_dream
 from .routes import _events as _routes_events
+from .routes import _memory as _routes_memory
 from .routes import _ops as _routes_ops
 from .routes import _query as _routes_query
 
@@ -58,6 +64,9 @@ _HANDLERS: dict[str, Any] = {
     "stats": _routes_query.stats,
     "verify": _routes_query.verify,
     "dream": _routes_dream.dream,
+    "remember": _routes_memory.remember,
+    "recall": _routes_memory.recall,
+    "feedback": _routes_memory.feedback,
     "kg_advice": _kg.kg_advice,
     "kg_ingest": _kg.kg_ingest,
     "cte_health": _cte.health,
@@ -143,6 +152,13 @@ SPECS = (
                  Param("entry", "query", {"type": "string"}, "one entry, with its history"))),
     Spec("get", "/v1/stats", "stats", "read", "counts and sizes"),
     Spec("post", "/v1/verify", "verify", "read", "check the store's files"),
+    Spec("post", "/v1/remember", "remember", "write", "write a memory note to a branch",
+         body=RememberRequest),
+    Spec("post", "/v1/recall", "recall", "read",
+         "memory items for a query, within a budget (record: true needs a write token)",
+         body=RecallRequest),
+    Spec("post", "/v1/feedback", "feedback", "write", "a verdict on a memory item",
+         body=FeedbackRequest),
     Spec("post", "/v1/dream", "dream", "write",
          "dream the undreamed traces; SSE progress with Accept: text/event-stream",
          body=DreamRequest, answer_media=("application/json", "text/event-stream")),
@@ -163,22 +179,25 @@ def create_app(config: ServerConfig, *, mcp: bool | None = None) -> Starlette:
     routes: list[Any] = [
         Route(s.path, _HANDLERS[s.name], methods=[s.method.upper()]) for s in SPECS
     ]
-    mcp_server = None
+    endpoint = None
     if with_mcp:
-        from evolog.mcp import mcp_routes
+        from evolog.mcp import McpEndpoint, guarded
 
-        mcp_server, extra = mcp_routes(state)
-        routes.extend(extra)
+        endpoint = McpEndpoint(state)
+        routes.append(Route("/mcp", guarded(state, endpoint), methods=["GET", "POST", "DELETE"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await store.start()
+        stop = asyncio.Event()
         try:
-            if mcp_server is not None:
-                async with mcp_server.session_manager.run():
+            async with anyio.create_task_group() as tasks:
+                if endpoint is not None:
+                    tasks.start_soon(endpoint.run, stop)  # the SDK loads while the server answers
+                try:
                     yield
-            else:
-                yield
+                finally:
+                    stop.set()
         finally:
             await store.stop()
 

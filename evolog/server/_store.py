@@ -21,7 +21,8 @@ from ._config import ServerConfig
 
 if TYPE_CHECKING:
     from evolog.advice import AdviceEngine
-    from evolog.eventlog import Snapshot
+    from evolog.eventlog import EventLog, Snapshot
+    from evolog.projections.memory import ItemIndex
 
 T = TypeVar("T")
 #: How often followers look for appends made by other processes (seconds).
@@ -48,6 +49,8 @@ class ServerStore:
         self._advice: AdviceEngine | None = None
         self._advice_lock = threading.Lock()
         self.route_lock = threading.Lock()
+        self._items: ItemIndex | None = None
+        self._items_lock = threading.Lock()
         self._tick: asyncio.Future[None] | None = None
         self.closing = asyncio.Event()
 
@@ -100,3 +103,14 @@ class ServerStore:
             if self._advice is None:
                 self._advice = AdviceEngine(self.reader)
             return func(self._advice)
+
+    def with_items(self, func: Callable[[EventLog, ItemIndex], T]) -> T:
+        """Run ``func`` with the writer and the warm memory-item index (remember, recall,
+        feedback; one caller at a time). They append through the writer directly, so a
+        remember's dedup and compression read what the previous call wrote."""
+        from evolog.projections.memory import ItemIndex
+
+        with self._items_lock:
+            if self._items is None:
+                self._items = ItemIndex(self.paths)
+            return func(self.log, self._items)

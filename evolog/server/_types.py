@@ -172,3 +172,33 @@ class DreamRequest(msgspec.Struct, forbid_unknown_fields=True):
     max_traces: Annotated[int, msgspec.Meta(ge=1)] | None = None
     batch_size: Annotated[int, msgspec.Meta(ge=1)] | None = None
     compact: bool = False
+
+
+class RememberRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Write a note to a branch (deduplicated; ``backbone`` is permanent)."""
+
+    branch: Annotated[str, msgspec.Meta(min_length=1, examples=["deploy"])]
+    text: Annotated[str, msgspec.Meta(examples=["run the blue-green script, then check /health"])]
+    tags: list[str] = []
+
+
+class RecallRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """The memory items to inject for ``query``, within ``budget_chars``; ``record`` appends
+    the ``recall`` event that credits and decays them (it needs a write token)."""
+
+    query: Annotated[str, msgspec.Meta(examples=["deploy the web service"])]
+    budget_chars: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    top_n: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    threshold: float | None = None
+    branches: list[str] | None = None
+    include_dead: bool = False
+    action_id: str = ""
+    record: bool = True
+
+
+class FeedbackRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """A verdict on a memory item (ACE counters and a ledger credit)."""
+
+    item: Annotated[str, msgspec.Meta(min_length=1)]
+    verdict: Literal["helpful", "harmful", "neutral"]
+    note: str | None = None
