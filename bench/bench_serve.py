@@ -218,7 +218,7 @@ def recall_bodies(n: int, record: bool) -> list[bytes]:
                 f"{TOPICS[i % len(TOPICS)]} work",
                 "record": record,
             }
-        ).encode()  # fmt: skip
+        ).encode()
         for i in range(n)
     ]
 
