@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,17 @@ def test_token_file_and_environment(tmp_path: Path) -> None:
         load_tokens(str(path), {})
     with pytest.raises(ConfigError, match="cannot read"):
         load_tokens(str(tmp_path / "missing"), {})
+
+
+def test_refused_public_bind_leaves_no_store_behind(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = tmp_path / "never"
+    env = {k: v for k, v in os.environ.items() if "TOKEN" not in k}
+    done = subprocess.run(
+        [sys.executable, "-m", "evolog", "--store", str(store), "serve", "--host", "0.0.0.0"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert done.returncode == 2 and "expected a loopback address" in done.stderr
+    assert done.stderr.count("\n") == 1 and not store.exists()

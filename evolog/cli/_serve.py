@@ -79,14 +79,10 @@ def _error(message: str, code: int) -> int:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from evolog.eventlog import Paths, init_store
     from evolog.server import ServerConfig, load_tokens
 
-    store = store_path(args)
-    if not _exists(Paths.of(store).marker):
-        init_store(store)
     return ServerConfig(
-        store=store,
+        store=store_path(args),
         host=getattr(args, "host", "127.0.0.1"),
         port=getattr(args, "port", 8420),
         durability=args.durability,
@@ -97,10 +93,15 @@ def _config(args: argparse.Namespace) -> Any:
     )
 
 
-def _exists(path: str) -> bool:
+def _ensure_store(store: str) -> None:
+    """Create the store if it is missing (after every check passed: a refused start leaves
+    nothing behind)."""
     import os
 
-    return os.path.exists(path)
+    from evolog.eventlog import Paths, init_store
+
+    if not os.path.exists(Paths.of(store).marker):
+        init_store(store)
 
 
 def _missing_extra() -> str | None:
@@ -123,6 +124,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         config = _config(args)
         check_bind(config)
+        _ensure_store(config.store)
     except ConfigError as exc:
         return _error(str(exc), 2)
     except EventLogError as exc:
@@ -146,6 +148,7 @@ def run_mcp(args: argparse.Namespace) -> int:
 
     try:
         config = _config(args)
+        _ensure_store(config.store)
     except (ConfigError, EventLogError) as exc:
         return _error(str(exc), 2 if isinstance(exc, ValueError) else 1)
     run_stdio(config)
