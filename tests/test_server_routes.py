@@ -173,6 +173,8 @@ def test_healthz_metrics_and_openapi(tmp_path: Path) -> None:
         schema = doc["components"]["schemas"][ref]
         assert sorted(schema["properties"]["format"]["enum"]) == ["arrow", "csv", "json"]
         assert {"/v1/events", "/kg/advice", "/kg/ingest", "/healthz"} <= set(doc["paths"])
+        (param,) = doc["paths"]["/cte/nodes/{node_id}"]["get"]["parameters"]
+        assert param["in"] == "path" and param["required"] is True
 
 
 def test_unknown_route_and_method(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from ._types import ErrorBody
 
 class Param(NamedTuple):
     name: str
-    where: str  # "query" | "header"
+    where: str  # "query" | "header" | "path"
     schema: dict[str, Any]
     description: str
 
@@ -57,7 +57,13 @@ def document(specs: Sequence[Spec], version: str) -> dict[str, Any]:
         }
         if s.params:
             op["parameters"] = [
-                {"name": p.name, "in": p.where, "schema": p.schema, "description": p.description}
+                {
+                    "name": p.name,
+                    "in": p.where,
+                    "required": p.where == "path",  # OpenAPI requires it of path parameters
+                    "schema": p.schema,
+                    "description": p.description,
+                }
                 for p in s.params
             ]
         if s.body is not None or s.method == "post":
