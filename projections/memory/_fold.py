@@ -11,6 +11,8 @@ Rules, decided here (the module docstring of :mod:`.` says why):
   (:class:`~projections.MemGraph`), read again when a ``node``, ``child_step``,
   ``constraint``, ``merge`` or ``prune`` event arrives. A ``constraint`` naming a note
   item is kept on the note.
+* ``prune`` naming a note item retires it (an evolution run's curation); a later note
+  naming the item writes it again. A prune naming anything else is the memory graph's.
 * ``recall``: each injected item known to the fold is accessed once (the reference counted
   every access twice).
 * System activity ``S`` counts writes (notes and nodes) and accesses; an item's snapshot is
@@ -36,6 +38,7 @@ from evolog.eventlog import (
     Node,
     Note,
     Outcome,
+    Prune,
     Recall,
     Retraction,
     kind_of,
@@ -132,10 +135,21 @@ class ItemFold:
                     item.constraints = [*item.constraints, event.description]
             else:
                 st.graph_dirty = True
+        elif isinstance(event, Prune) and self._retire(event.node):
+            pass
         elif kind_of(event) in GRAPH_KINDS:
             if isinstance(event, Node):
                 self._touch(event.node)
             st.graph_dirty = True
+
+    def _retire(self, item_id: str) -> bool:
+        """Retire a note item (a ``prune`` naming it); False when it is not a note."""
+        item = self.state.items.get(item_id)
+        if item is None or item.kind != NOTE:
+            return False
+        self._unpost(item)
+        item.live = False
+        return True
 
     def _touch(self, item_id: str) -> None:
         st = self.state
