@@ -11,6 +11,9 @@ Errors::
     ├── ProgramError              a program failed in the VM (a dangling node, a bad index)
     ├── CycleError                a dream cycle failed; nothing of it was appended
     ├── UndoError                 unknown or already undone cycle, or later cycles depend on it
+    ├── EvolveError               a memory-evolution run failed; nothing of it was appended
+    │   ├── StrategyError         a strategy raised or returned something other than items
+    │   └── ExpressionError       a pipeline expression did not parse (ValueError)
     └── DreamerError              a dreamer could not produce a program
         ├── DreamerConfigError    missing API key or SDK, a bad option
         ├── DreamerConnectionError the API could not be reached (after retries)
@@ -33,7 +36,10 @@ from ._errors import (
     DreamerOutputError,
     DreamerRateLimitError,
     DreamError,
+    EvolveError,
+    ExpressionError,
     ProgramError,
+    StrategyError,
     UndoError,
 )
 from ._heuristic import HeuristicDreamer, classify_failure, confidence_of
@@ -109,6 +115,8 @@ __all__ = [
     "DreamerError",
     "DreamerOutputError",
     "DreamerRateLimitError",
+    "EvolveError",
+    "ExpressionError",
     "HeuristicDreamer",
     "Instruction",
     "IsaRegistry",
@@ -121,6 +129,7 @@ __all__ = [
     "ProgramError",
     "SerializationError",
     "Signature",
+    "StrategyError",
     "TokenizerMode",
     "Trace",
     "TraceStep",

@@ -5,7 +5,10 @@
     DreamError                    base of everything this package raises (but see below)
     ├── ProgramError              a program failed in the VM (a dangling node, a bad index)
     ├── CycleError                a dream cycle failed; nothing of it was appended
-    ├── UndoError                 an undo names no dream cycle, or one already undone
+    ├── UndoError                 an undo names no dream cycle or evolve run, or one undone
+    ├── EvolveError               a memory-evolution run failed; nothing of it was appended
+    │   ├── StrategyError         a strategy raised or returned something other than items
+    │   └── ExpressionError       a pipeline expression did not parse (ValueError)
     └── DreamerError              a dreamer could not produce a program
         ├── DreamerConfigError    missing API key or SDK, a bad model setting
         ├── DreamerConnectionError the API could not be reached (after retries)
@@ -28,7 +31,10 @@ __all__ = [
     "DreamerError",
     "DreamerOutputError",
     "DreamerRateLimitError",
+    "EvolveError",
+    "ExpressionError",
     "ProgramError",
+    "StrategyError",
     "UndoError",
 ]
 
@@ -51,6 +57,22 @@ class CycleError(DreamError):
 
 class UndoError(DreamError, ValueError):
     """An undo request that cannot be honoured (unknown or already retracted cycle)."""
+
+
+class EvolveError(DreamError):
+    """A memory-evolution run failed before its batch was appended: the log is unchanged."""
+
+
+class StrategyError(EvolveError):
+    """A strategy failed or returned something other than a list of items."""
+
+
+class ExpressionError(EvolveError, ValueError):
+    """A pipeline expression is malformed; ``position`` is its 1-based character offset."""
+
+    def __init__(self, message: str, position: int = 0) -> None:
+        super().__init__(message)
+        self.position = position
 
 
 class DreamerError(DreamError):

@@ -25,7 +25,10 @@ Public strategies:
 - :func:`memgraph_histories`: batches of dream events over a few nodes, steps and traces
   (restatements, links to nodes and steps, constraints by node and by trace, merges,
   prunes, outcomes naming nodes, unrelated attempts, rare retractions), each batch with
-  what to do after appending it (refresh the graph checkpoint one way or another, seal).
+  what to do after appending it (refresh the graph checkpoint one way or another, seal);
+- :func:`evolve_items`, :func:`evolve_steps`, :func:`evolve_pipelines`: staging views of
+  memory items and small deterministic evolution strategies (:class:`ToyStep`) composed
+  with ``>>`` and ``|``, for the pipeline algebra.
 
 ``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
 seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
@@ -497,3 +500,95 @@ def memgraph_histories(
             n += 1
         out.append((batch, draw(st.sampled_from(GRAPH_ACTIONS))))
     return out
+
+
+# -- memory evolution: staging items and toy strategies -------------------------------------
+EVOLVE_IDS = ("m0", "m1", "m2", "m3", "m4", "m5")
+
+
+@st.composite
+def evolve_items(draw: st.DrawFn, max_size: int = 6) -> list[Any]:
+    """A staging view: items with distinct ids, short texts, tags and ACE counters."""
+    from evolog.dream.evolve import EvolveItem
+
+    chosen = draw(st.lists(st.sampled_from(EVOLVE_IDS), unique=True, max_size=max_size))
+    counts = st.integers(min_value=0, max_value=3)
+    return [
+        EvolveItem(
+            id=i,
+            text=" ".join(draw(st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=4))),
+            tags=tuple(draw(st.lists(st.sampled_from(("a", "b", "c")), unique=True, max_size=2))),
+            helpful=draw(counts),
+            harmful=draw(counts),
+            neutral=draw(counts),
+            seq=n + 1,
+        )
+        for n, i in enumerate(chosen)
+    ]
+
+
+def _toy_step_class() -> type[Any]:
+    from evolog.dream.evolve import EvolveItem, Strategy
+
+    class ToyStep(Strategy):
+        """A pure, deterministic strategy: tag, drop, rewrite, add, reverse, or fail."""
+
+        def __init__(self, op: str, target: str = "", value: str = "") -> None:
+            self.op, self.target, self.value = op, target, value
+            self.name = f"{op}_{target}_{value}".rstrip("_")
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, ToyStep) and self.name == other.name
+
+        def __hash__(self) -> int:
+            return hash(self.name)
+
+        def evolve(self, items: Any, context: Any) -> list[Any]:
+            items = list(items)
+            if self.op == "fail":
+                raise RuntimeError("toy failure")
+            if self.op == "tag":
+                return [
+                    msgspec.structs.replace(i, tags=(*i.tags, self.value))
+                    if self.value not in i.tags
+                    else i
+                    for i in items
+                ]
+            if self.op == "drop":
+                return [i for i in items if i.id != self.target]
+            if self.op == "rewrite":
+                return [
+                    msgspec.structs.replace(i, text=f"{i.text} {self.value}")
+                    if i.id == self.target
+                    else i
+                    for i in items
+                ]
+            if self.op == "add":
+                kept = [i for i in items if i.id != self.target]
+                return [*kept, EvolveItem(id=self.target, text=self.value, origin="toy")]
+            return items[::-1]  # reverse
+
+    return ToyStep
+
+
+ToyStep = _toy_step_class()
+
+
+def evolve_steps(failing: bool = False) -> st.SearchStrategy[Any]:
+    """One toy strategy (``failing`` adds the one that raises)."""
+    ops = st.sampled_from(
+        ("tag", "drop", "rewrite", "add", "reverse", *(("fail",) if failing else ()))
+    )
+    return st.builds(ToyStep, ops, st.sampled_from(EVOLVE_IDS), st.sampled_from(("x", "y", "z")))
+
+
+def evolve_pipelines(max_leaves: int = 6, failing: bool = False) -> st.SearchStrategy[Any]:
+    """Toy strategies composed with ``>>`` and ``|`` to any nesting."""
+    return st.recursive(
+        evolve_steps(failing),
+        lambda inner: st.one_of(
+            st.tuples(inner, inner).map(lambda p: p[0] >> p[1]),
+            st.tuples(inner, inner).map(lambda p: p[0] | p[1]),
+        ),
+        max_leaves=max_leaves,
+    )

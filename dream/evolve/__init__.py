@@ -1,0 +1,59 @@
+"""Memory evolution: ACE, ReasoningBank and ReMe as ``>>`` / ``|`` pipelines over the log.
+
+A strategy maps the staging view of the memory items (:class:`EvolveItem`, frozen) and a
+read-only :class:`EvolveContext` (traces, unreflected feedback, an embedder, a model) to
+new items; pipelines compose them (:mod:`._pipeline`). A run (:func:`apply`) appends the
+difference as ``note`` / ``prune`` / ``feedback`` events with source ``dreamed`` in one
+batch, so the log alone replays it, and :func:`undo` retracts it. It lives under ``dream``
+because, like a dream, it reads the item projection and traces and writes events, and
+needs nothing from ``advice``. Errors are :class:`evolog.dream.EvolveError` and below.
+"""
+
+from collections.abc import Callable
+from typing import Final
+
+from ._ace import ACE, classify
+from ._expr import parse_pipeline
+from ._items import EvolveContext, EvolveItem, Model, ace_score, parse, render
+from ._pipeline import Pipeline, Strategy, aevolve, evolve, merge
+from ._reasoning_bank import ReasoningBank
+from ._reme import ReMe
+from ._run import EvolveReport, apply, plan, stage, undo
+
+__all__ = [
+    "ACE",
+    "STRATEGIES",
+    "EvolveContext",
+    "EvolveItem",
+    "EvolveReport",
+    "Model",
+    "Pipeline",
+    "ReMe",
+    "ReasoningBank",
+    "Strategy",
+    "ace_score",
+    "aevolve",
+    "apply",
+    "classify",
+    "evolve",
+    "merge",
+    "parse",
+    "parse_pipeline",
+    "pipeline",
+    "plan",
+    "render",
+    "stage",
+    "undo",
+]
+
+STRATEGIES: Final[dict[str, Callable[[], Strategy]]] = {
+    "ace": ACE,
+    "reasoning_bank": ReasoningBank,
+    "reme": ReMe,
+}
+"""The strategies a pipeline expression may name, with their default settings."""
+
+
+def pipeline(expression: str) -> Strategy:
+    """The strategy an expression such as ``"ace >> reasoning_bank >> reme"`` describes."""
+    return parse_pipeline(expression, STRATEGIES)

@@ -1,0 +1,53 @@
+"""What a trace teaches, in words: shared by ReasoningBank and ReMe's offline extraction."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._traces import Trace
+
+__all__ = ["actions", "derived_id", "failure", "goal", "learnable"]
+
+MAX_TITLE = 80
+
+
+def derived_id(prefix: str, trace_id: str) -> str:
+    """A stable item id for what ``prefix`` learnt from a trace (a rerun finds it known)."""
+    return f"{prefix}-{hashlib.blake2b(trace_id.encode(), digest_size=8).hexdigest()}"
+
+
+def goal(trace: Trace) -> str:
+    text = " ".join(trace.goal.split())
+    return text if len(text) <= MAX_TITLE else text[: MAX_TITLE - 1].rstrip() + "…"
+
+
+def actions(trace: Trace) -> list[str]:
+    """The steps that worked, in order (what a success pattern repeats)."""
+    out = []
+    for step in trace.steps:
+        text = " ".join((step.action or step.reasoning).split())
+        if text and not step.failed and text not in out:
+            out.append(text)
+    return out
+
+
+def failure(trace: Trace) -> str:
+    """What went wrong: the failed steps with their errors, else the outcome's note."""
+    parts = []
+    for step in trace.steps:
+        if step.failed:
+            what = " ".join((step.action or step.reasoning or step.tool or "a step").split())
+            err = " ".join((step.error or step.result or "").split())
+            parts.append(f"{what} ({err})" if err else what)
+    if not parts and trace.note:
+        parts.append(" ".join(trace.note.split()))
+    if not parts and trace.error_signature:
+        parts.append(trace.error_signature)
+    return "; ".join(parts) or "the attempt failed"
+
+
+def learnable(trace: Trace) -> bool:
+    """A finished attempt with a verdict and something to say about its goal."""
+    return (trace.succeeded or trace.failed) and bool(trace.goal.strip())

@@ -1,0 +1,141 @@
+"""ReasoningBank: structured entries (title, description, content) learnt from traces.
+
+Every finished trace (successful *and* failed, as the upstream ReasoningBank learns from
+failures too) that no run learnt from yet becomes an entry in the ``reasoning_bank``
+branch: a success keeps the steps that worked, a failure what went wrong and the advice to
+avoid it. Entries are deduplicated at cosine >= ``threshold`` (0.85) between embeddings of
+title, description and content with the given embedder, or by exact content when
+embeddings are off (``embedder=None``); the older entry stays and absorbs the newer one
+(its evidence is the older's). :meth:`ReasoningBank.recall` ranks entries for a query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+
+from ._items import EvolveContext, EvolveItem
+from ._learn import actions, derived_id, failure, goal, learnable
+from ._pipeline import Strategy
+
+if TYPE_CHECKING:
+    from evolog.projections import Embedder
+
+    from .._traces import Trace
+
+__all__ = ["BRANCH", "TAG", "ReasoningBank", "entry_from"]
+
+BRANCH: Final = "reasoning_bank"
+TAG: Final = "reasoning_bank"
+
+
+def entry_from(trace: Trace) -> EvolveItem:
+    """The entry a trace teaches (see the module docstring)."""
+    g = goal(trace)
+    if trace.succeeded:
+        steps = actions(trace)
+        description = f"A way that worked to {g[0].lower()}{g[1:]}" if g else "A way that worked"
+        content = "Steps: " + "; ".join(steps) if steps else f"Succeeded at: {g}"
+        verdict = "success"
+    else:
+        description = f"A pitfall when trying to {g[0].lower()}{g[1:]}"
+        content = f"Failed: {failure(trace)}. Avoid repeating it; try another approach."
+        verdict = "failure"
+    return EvolveItem(
+        id=derived_id("rb", trace.id),
+        branch=BRANCH,
+        text=content,
+        tags=(TAG, verdict),
+        title=g,
+        description=description,
+        origin=TAG,
+        seq=trace.seq,
+    )
+
+
+class ReasoningBank(Strategy):
+    """Learn entries from traces, deduplicate them, recall them; see the module docstring."""
+
+    name = "reasoning_bank"
+
+    def __init__(self, *, threshold: float = 0.85, embed: bool = True) -> None:
+        self.threshold = threshold
+        self.embed = embed
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReasoningBank) and (self.threshold, self.embed) == (
+            other.threshold,
+            other.embed,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.threshold, self.embed))
+
+    def evolve(self, items: Sequence[EvolveItem], context: EvolveContext) -> list[EvolveItem]:
+        have = {i.id for i in items} | context.known
+        new = [entry_from(t) for t in context.traces if learnable(t)]
+        pool = [*items, *(e for e in new if e.id not in have)]
+        embedder = context.embedder if self.embed else None
+        return dedup(pool, self.threshold, embedder)
+
+    def recall(
+        self,
+        items: Sequence[EvolveItem],
+        query: str,
+        *,
+        top_k: int = 5,
+        embedder: Embedder | None = None,
+    ) -> list[EvolveItem]:
+        """The ``top_k`` entries most similar to ``query`` (substring match without an
+        embedder, as the seed specifies)."""
+        entries = [i for i in items if TAG in i.tags]
+        if embedder is None:
+            q = query.lower().strip()
+            return [e for e in entries if q and q in e.body.lower()][:top_k]
+        if not entries:
+            return []
+        vectors = embedder.embed([query, *(e.body for e in entries)])
+        scores = vectors[1:] @ vectors[0]
+        order = sorted(range(len(entries)), key=lambda k: (-float(scores[k]), k))
+        return [entries[k] for k in order[:top_k] if float(scores[k]) > 0.0]
+
+
+def dedup(
+    pool: Sequence[EvolveItem], threshold: float, embedder: Embedder | None
+) -> list[EvolveItem]:
+    """Drop entries that repeat an older one; the older absorbs each (its ``sources``)."""
+    entries = sorted((k for k, i in enumerate(pool) if TAG in i.tags), key=lambda k: pool[k].seq)
+    if len(entries) < 2:
+        return list(pool)
+    keep_of: dict[int, int] = {}
+    if embedder is None:
+        first: dict[str, int] = {}
+        for k in entries:
+            keep_of[k] = first.setdefault(pool[k].text, k)
+    else:
+        vectors = embedder.embed([pool[k].body for k in entries])
+        kept: list[int] = []  # positions in ``entries`` of the entries kept so far
+        for pos, k in enumerate(entries):
+            if kept:
+                sims = vectors[kept] @ vectors[pos]
+                best = int(sims.argmax())
+                if float(sims[best]) >= threshold:
+                    keep_of[k] = entries[kept[best]]
+                    continue
+            kept.append(pos)
+            keep_of[k] = k
+    absorbed: dict[int, list[str]] = {}
+    for k, keeper in keep_of.items():
+        if keeper != k:
+            absorbed.setdefault(keeper, []).extend([pool[k].id, *pool[k].sources])
+    out = []
+    for k, item in enumerate(pool):
+        if keep_of.get(k, k) != k:
+            continue
+        if k in absorbed:
+            extra = [s for s in absorbed[k] if s not in item.sources]
+            item = msgspec.structs.replace(item, sources=(*item.sources, *extra))
+        out.append(item)
+    return out
