@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from evolog.advice import Advice, AdviceEngine, RouteDecision, RouterConfig
     from evolog.dream import DreamConfig, Dreamer, DreamReport
     from evolog.dream._cycle import Progress
+    from evolog.dream.evolve import EvolveReport, Strategy
     from evolog.eventlog._verify import VerifyReport
     from evolog.eventlog.sealed._seal import CompactResult, SealResult
     from evolog.projections import EdgeParams, Embedder, LedgerConfig, LedgerView, Projections
@@ -269,3 +270,33 @@ class Memory:
         from ._remember import compress
 
         return compress(self.log, self._items(), undo=undo, **kwargs)
+
+    # -- memory evolution -------------------------------------------------------------------
+    def evolve(
+        self,
+        pipeline: str | Strategy = "ace >> reasoning_bank >> reme",
+        *,
+        dry_run: bool = False,
+        embedder: Embedder | None = None,
+        **kwargs: Any,
+    ) -> EvolveReport:
+        """Run an evolution pipeline (an expression or a composed strategy) over the memory
+        items and append what it changes as ``dreamed`` events (see
+        :func:`evolog.dream.evolve.apply` for every option)."""
+        from evolog.dream.evolve import apply
+        from evolog.dream.evolve import pipeline as parse
+
+        strategy = parse(pipeline) if isinstance(pipeline, str) else pipeline
+        if embedder is None:
+            from evolog.projections import get_embedder
+
+            embedder = get_embedder()
+        return apply(
+            self.log, strategy, dry_run=dry_run, embedder=embedder, index=self._items(), **kwargs
+        )
+
+    def evolve_undo(self, run: str) -> list[str]:
+        """Retract every event of an evolution run; return their ids."""
+        from evolog.dream.evolve import undo
+
+        return undo(self.log, run)

@@ -115,6 +115,7 @@ _FEATURE_LAYERS = {
     **dict.fromkeys(("remember", "recall", "feedback", "compress"), "memory"),
     **dict.fromkeys(("serve", "mcp"), "server"),
     "publish": "publish",
+    "evolve": "evolve",
 }
 
 
@@ -139,6 +140,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ._serve import add_server_commands as add
         elif layer == "publish":
             from ._iceberg import add_publish_commands as add
+        elif layer == "evolve":
+            from ._evolve import add_evolve_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)
@@ -222,7 +225,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _add_feature_commands(sub, [layer])
         return p
     _add_core_commands(sub)
-    _add_feature_commands(sub, ["sql", "advice", "dream", "ledger", "memory", "server", "publish"])
+    _add_feature_commands(
+        sub, ["sql", "advice", "dream", "ledger", "memory", "server", "publish", "evolve"]
+    )
 
     s = sub.add_parser("demo", help="simulate an agent into a store and show what it stored")
     s.add_argument("--dir", default="evolog-demo")

@@ -1,0 +1,81 @@
+"""``evolog evolve EXPRESSION`` and ``evolog evolve undo RUN``: memory-evolution runs.
+
+``evolve "ace >> reasoning_bank >> reme"`` runs the pipeline over the store's memory items
+and appends the proposed changes (``--dry-run``: prints them and appends nothing);
+progress goes to stderr, the report to stdout as JSON. ``evolve undo RUN`` retracts a run.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._common import print_json, store_path
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["add_evolve_commands"]
+
+
+def add_evolve_commands(sub: Any) -> None:
+    """Register ``evolve`` on the ``evolog`` sub-parsers."""
+    s = sub.add_parser(
+        "evolve",
+        help="evolve the memory items with a pipeline (ace, reasoning_bank, reme; >> and |)",
+        description="Run a pipeline expression over the memory items and append what it "
+        "changes as dreamed events. '>>' runs in sequence, '|' in parallel (binds looser, "
+        "as in Python). Examples: evolog evolve 'ace >> reasoning_bank >> reme' --dry-run; "
+        "evolog evolve undo RUN",
+    )
+    s.add_argument("expression", help="the pipeline, or 'undo'")
+    s.add_argument("run", nargs="?", help="with 'undo': the run to retract")
+    s.add_argument("--dry-run", action="store_true", help="print the proposed events only")
+    s.add_argument(
+        "--embedder",
+        default=None,
+        help="embedder for ReasoningBank's dedup (default: the store's default; 'none': "
+        "exact content)",
+    )
+    s.add_argument("--model", default=None, help="a Claude model for reflection and patterns")
+    s.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    s.set_defaults(func=run_evolve)
+
+
+def run_evolve(args: argparse.Namespace) -> int:
+    from evolog.dream.evolve import apply, pipeline, undo
+    from evolog.eventlog import EventLog
+
+    if args.expression == "undo":
+        if not args.run:
+            print("evolog: evolve undo: expected a RUN id; got none", file=sys.stderr)
+            return 2
+        with EventLog(store_path(args), create=False) as log:
+            ids = undo(log, args.run)
+        print_json({"undone": args.run, "events": len(ids)})
+        return 0
+    if args.run:
+        print(f"evolog: evolve: expected one expression; got also {args.run!r}", file=sys.stderr)
+        return 2
+    strategy = pipeline(args.expression)  # parse before opening anything
+    embedder = None
+    if args.embedder != "none":
+        from evolog.projections import get_embedder
+
+        embedder = get_embedder(args.embedder)
+    model = None
+    if args.model:
+        from evolog.dream.evolve._claude import ClaudeModel
+
+        model = ClaudeModel(model=args.model)
+
+    def say(message: str) -> None:
+        if not args.quiet:
+            print(f"evolve: {message}", file=sys.stderr, flush=True)
+
+    with EventLog(store_path(args), create=False) as log:
+        report = apply(
+            log, strategy, dry_run=args.dry_run, embedder=embedder, model=model, progress=say
+        )
+    print_json(report)
+    return 0

@@ -1,0 +1,135 @@
+"""``evolog evolve``, ``Memory.evolve`` and the Claude model over a mock transport."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from evolog.dream import DreamerAPIError, StrategyError
+from evolog.dream.evolve import ACE, ReMe, apply
+from evolog.dream.evolve._claude import ClaudeModel
+from evolog.eventlog import Attempt, Feedback, Outcome, Step
+
+from evolog import Memory
+from evolog.cli._main import main
+
+
+def _store(path: Path) -> Memory:
+    mem = Memory(path)
+    mem.remember("ops", "deploy with the blue-green script, then check /health")
+    mem.append_many(
+        [
+            Attempt(id="t1", action_id="t1", task="Deploy the web service"),
+            Step(id="t1.s0", action_id="t1", index=0, action="build image", ok=True),
+            Step(id="t1.s1", action_id="t1", index=1, action="switch traffic", ok=True),
+            Outcome(id="t1.o", action_id="t1", status="success"),
+        ]
+    )
+    return mem
+
+
+def test_cli_dry_run_then_run_then_undo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "mem"
+    _store(store).close()
+    args = ["--store", str(store), "evolve"]
+    assert main([*args, "ace >> reasoning_bank >> reme", "--dry-run", "--embedder", "none"]) == 0
+    out, err = capsys.readouterr()
+    dry = json.loads(out)
+    assert dry["dry_run"] and len(dry["events"]) == 2 and dry["seqs"] == []
+    assert "evolve: running ace >> reasoning_bank >> reme" in err
+    assert main([*args, "ace >> reasoning_bank >> reme", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert len(report["seqs"]) == 2 and err == ""
+    with Memory(store) as mem:
+        block = mem.recall("deploy the web service", record=False).text
+    assert "switch traffic" in block  # the recalled context includes evolved entries
+    assert main([*args, "undo", report["run"]]) == 0
+    assert json.loads(capsys.readouterr().out) == {"undone": report["run"], "events": 2}
+    assert main([*args, "undo", report["run"]]) == 2
+    assert "already undone" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["ace >> nope"], "expected a strategy name (ace, reasoning_bank, reme) at position 8"),
+        (["ace |"], "at position 6; got the end"),
+        (["undo"], "expected a RUN id"),
+        (["undo", "zzz"], "expected the id of an evolve run in this store"),
+    ],
+)
+def test_cli_errors_are_one_line_and_change_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    store = tmp_path / "mem"
+    _store(store).close()
+    before = (store / "wal").exists() and sorted(
+        p.stat().st_size for p in (store / "wal").iterdir()
+    )
+    assert main(["--store", str(store), "evolve", *argv]) in (1, 2)
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    after = (store / "wal").exists() and sorted(p.stat().st_size for p in (store / "wal").iterdir())
+    assert before == after
+
+
+def test_memory_evolve_api(tmp_path: Path) -> None:
+    with _store(tmp_path / "mem") as mem:
+        report = mem.evolve("reasoning_bank", dry_run=True)
+        assert report.dry_run and report.written
+        report = mem.evolve(ACE() >> ReMe())
+        assert report.pipeline == "ace >> reme" and len(report.written) == 1
+        assert len(mem.evolve_undo(report.run)) == 1
+
+
+def _reply(text: str) -> httpx2.Response:
+    body = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 3},
+    }  # fmt: skip
+    return httpx2.Response(200, json=body, headers={"request-id": "req_1"})
+
+
+def _model(handler: Any) -> ClaudeModel:
+    client = httpx2.Client(transport=httpx2.MockTransport(handler))
+    return ClaudeModel(model="claude-test", api_key="sk-ant-test", http_client=client,
+                       sleep=lambda _s: None, max_retries=0)  # fmt: skip
+
+
+def test_claude_reflects_and_extracts_over_a_mock_transport(tmp_path: Path) -> None:
+    sent: list[dict[str, Any]] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        sent.append(body)
+        prompt = body["messages"][0]["content"]
+        if "one word" in prompt:
+            return _reply("harmful")
+        return _reply('{"content": "Build, then switch traffic", "when_to_use": "deploys"}')
+
+    with _store(tmp_path / "mem") as mem:
+        item = mem.remember("db", "vacuum the orders table").item
+        mem.append(Feedback(target=item, text="hmm"))  # the heuristic would say neutral
+        report = apply(mem.log, ACE() >> ReMe(), model=_model(handler))
+        assert report.retired == [item]
+        (note,) = [e for e in report.events if e["kind"] == "note"]
+        assert note["text"] == "When to use: deploys\nPattern: success\nBuild, then switch traffic"
+    assert all(s["model"] == "claude-test" and "curate" in s["system"] for s in sent)
+
+
+def test_claude_errors_are_mapped_and_fail_the_run(tmp_path: Path) -> None:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}
+        return httpx2.Response(400, json=body, headers={"request-id": "req_x"})
+
+    with _store(tmp_path / "mem") as mem:
+        before = list(mem.replay())
+        with pytest.raises(StrategyError, match="strategy 'reme' failed: DreamerAPIError") as info:
+            apply(mem.log, ReMe(), model=_model(handler))
+        assert isinstance(info.value.__cause__, DreamerAPIError)
+        assert list(mem.replay()) == before
