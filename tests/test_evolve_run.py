@@ -219,3 +219,28 @@ def test_a_model_that_fails_fails_the_run(mem: Memory) -> None:
     with pytest.raises(StrategyError, match="strategy 'reme' failed: ConnectionError"):
         apply(mem.log, ReMe(model=broken))
     assert list(mem.replay()) == before
+
+
+def test_dedup_keeps_lessons_for_other_tasks_apart() -> None:
+    from evolog.dream.evolve._reasoning_bank import dedup as rb_dedup
+    from evolog.dream.evolve._reme import dedup as reme_dedup
+
+    steps = "Do: read the logs -> reproduce locally -> write a failing test -> patch the code"
+    a, b, c = (
+        EvolveItem(id=f"p{n}", when_to_use=f"When the task is to fix {what}", text=steps,
+                   tags=("reme",), pattern="success", seq=n)
+        for n, what in enumerate(["the login service", "the orders query", "the login service"])
+    )  # fmt: skip
+    assert [i.id for i in reme_dedup([a, b], 0.85)] == ["p0", "p1"]  # another task
+    merged = reme_dedup([a, b, c], 0.85)
+    assert [i.id for i in merged] == ["p1", "p2"] and merged[1].sources == ("p0",)  # newer wins
+    x, y = (
+        EvolveItem(id=f"r{n}", title=title, text="Steps: build; push", tags=("reasoning_bank",),
+                   seq=n)
+        for n, title in enumerate(["Deploy the web service", "Deploy the billing worker"])
+    )  # fmt: skip
+    assert [i.id for i in rb_dedup([x, y], 0.85, None)] == ["r0", "r1"]
+    twin = EvolveItem(id="r2", title="deploy the  web service", text="Steps: build; push",
+                      tags=("reasoning_bank",), seq=2)  # fmt: skip
+    kept = rb_dedup([x, y, twin], 0.85, None)
+    assert [i.id for i in kept] == ["r0", "r1"] and kept[0].sources == ("r2",)  # older wins

@@ -1,0 +1,215 @@
+"""Memory evolution: run time of ``ace >> reasoning_bank >> reme`` and dedup quality.
+
+Run time: a store with N items (N/2 notes with feedback, N/2 traces of tasks drawn from 200
+templates, one in four failed), one offline run (hashing embedder, heuristics), then a
+check that the appended events replay to the items the pipeline returned.
+
+Dedup quality: a labelled set of entry pairs built here from 20 task families: duplicates
+are the same lesson again (word for word, or with casing, punctuation, a filler word or
+one step reworded), near-misses the same template about another object or with other steps. Both
+strategies' dedup rules are applied to each pair as they would be to two entries of a run.
+
+    .venv/bin/python bench/bench_evolve.py --sizes 200 [--pairs 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from evolog.dream.evolve import EvolveItem, apply, pipeline, stage
+from evolog.dream.evolve._reasoning_bank import dedup as rb_dedup
+from evolog.dream.evolve._reme import dedup as reme_dedup
+from evolog.eventlog import Attempt, Event, Outcome, Step
+from evolog.projections.graph._embed import get_embedder
+
+from evolog import Memory
+
+_VERBS = [
+    "fix",
+    "debug",
+    "migrate",
+    "secure",
+    "document",
+    "test",
+    "deploy",
+    "monitor",
+    "refactor",
+    "profile",
+]
+_OBJECTS = [
+    "the login service",
+    "the orders query",
+    "the payment api",
+    "the nightly backup",
+    "the docker image",
+    "the ci pipeline",
+    "the react dashboard",
+    "the search index",
+    "the billing report",
+    "the user table",
+    "the tls certificate",
+    "the message queue",
+    "the cache layer",
+    "the auth token",
+    "the csv importer",
+    "the email sender",
+    "the metrics exporter",
+    "the mobile layout",
+    "the pdf export",
+    "the rate limiter",
+]
+_ACTIONS = [
+    "read the logs",
+    "reproduce locally",
+    "write a failing test",
+    "inspect the config",
+    "patch the code",
+    "run the tests",
+    "deploy to staging",
+    "check the metrics",
+    "roll back",
+    "add an index",
+    "bump the version",
+    "clear the cache",
+    "restart the service",
+    "update the docs",
+]
+
+
+def _trace(rng: random.Random, n: int) -> list[Event]:
+    task = f"{rng.choice(_VERBS)} {rng.choice(_OBJECTS)}"
+    tid = f"t{n}"
+    steps = rng.sample(_ACTIONS, rng.randint(3, 6))
+    failed = rng.random() < 0.25
+    events: list[Event] = [Attempt(id=tid, action_id=tid, task=task)]
+    for i, action in enumerate(steps):
+        bad = failed and i == len(steps) - 1
+        events.append(Step(id=f"{tid}.{i}", action_id=tid, index=i, action=action, ok=not bad,
+                           error="exit 1" if bad else None))  # fmt: skip
+    events.append(Outcome(id=f"{tid}.o", action_id=tid, status="failed" if failed else "success"))
+    return events
+
+
+def _view(items: list[EvolveItem]) -> list[tuple[Any, ...]]:
+    return sorted((i.id, i.branch, i.text, i.title, i.when_to_use, i.helpful, i.harmful)
+                  for i in items)  # fmt: skip
+
+
+def run_time(size: int, seed: int = 7) -> dict[str, Any]:
+    rng = random.Random(seed)
+    embedder = get_embedder("hashing")
+    with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp) / "mem", durability="batch") as mem:
+        for n in range(size // 2):
+            what = f"{rng.choice(_VERBS)} {rng.choice(_OBJECTS)} then {rng.choice(_ACTIONS)}"
+            item = mem.remember(f"b{n % 8}", f"note {n}: {what}").item
+            if rng.random() < 0.2:
+                mem.feedback(item, rng.choice(("helpful", "harmful", "neutral")))
+        events: list[Event] = []
+        for n in range(size - size // 2):
+            events += _trace(rng, n)
+        mem.append_many(events)
+        p = pipeline("ace >> reasoning_bank >> reme")
+        items, context = stage(mem.log, embedder=embedder)
+        expected = p.evolve(tuple(items), context)
+        start = time.perf_counter()
+        report = apply(mem.log, p, embedder=embedder)
+        seconds = time.perf_counter() - start
+        replayed, _ = stage(mem.log, embedder=embedder)
+        return {
+            "size": size,
+            "seconds": round(seconds, 3),
+            "events": len(report.events),
+            "items_after": report.items_after,
+            "replay_equal": _view(replayed) == _view(expected),
+        }
+
+
+_FILLERS = ("then", "carefully", "first", "again")
+
+
+def _reword(rng: random.Random, goal: str, steps: list[str]) -> tuple[str, list[str]]:
+    words = goal.split()
+    how = rng.randrange(5)
+    if how == 4:  # the same lesson learnt twice, word for word
+        return goal, steps
+    if how == 0:
+        goal = goal.capitalize() + "."
+    elif how == 1:
+        goal = " ".join([*words[:1], rng.choice(_FILLERS), *words[1:]])
+    elif how == 2:
+        steps = [s.replace("the ", "") for s in steps]
+    else:
+        k = rng.randrange(len(steps))
+        steps = [*steps[:k], steps[k] + " " + rng.choice(_FILLERS), *steps[k + 1 :]]
+    return goal, steps
+
+
+def _entry(n: int, goal: str, steps: list[str]) -> tuple[EvolveItem, EvolveItem]:
+    text = "Steps: " + "; ".join(steps)
+    rb = EvolveItem(id=f"rb{n}", title=goal, description=f"A way that worked to {goal}",
+                    text=text, tags=("reasoning_bank",), seq=n)  # fmt: skip
+    reme = EvolveItem(id=f"re{n}", when_to_use=f"When the task is to {goal}",
+                      text="Do: " + " -> ".join(steps), tags=("reme",), pattern="success",
+                      seq=n)  # fmt: skip
+    return rb, reme
+
+
+def dedup_quality(pairs: int, seed: int = 11) -> dict[str, Any]:
+    rng = random.Random(seed)
+    embedder = get_embedder("hashing")
+    labelled: list[tuple[bool, tuple[EvolveItem, EvolveItem], tuple[EvolveItem, EvolveItem]]] = []
+    for n in range(pairs):
+        goal = f"{rng.choice(_VERBS)} {rng.choice(_OBJECTS)}"
+        steps = rng.sample(_ACTIONS, rng.randint(3, 5))
+        duplicate = n % 2 == 0
+        if duplicate:
+            goal2, steps2 = _reword(rng, goal, steps)
+        elif rng.random() < 0.5:  # same template, another object
+            goal2 = goal.split(" ", 1)[0] + " " + rng.choice([o for o in _OBJECTS if o not in goal])
+            steps2 = list(steps)
+        else:  # same task, other steps
+            goal2, steps2 = goal, rng.sample(_ACTIONS, len(steps))
+        a, b = _entry(2 * n, goal, steps), _entry(2 * n + 1, goal2, steps2)
+        labelled.append((duplicate, (a[0], b[0]), (a[1], b[1])))
+    out: dict[str, Any] = {"pairs": pairs, "duplicates": sum(d for d, _, _ in labelled)}
+    for name, which, merged in (
+        ("reasoning_bank", 1, lambda x: len(rb_dedup(x, 0.85, embedder)) == 1),
+        ("reasoning_bank_exact", 1, lambda x: len(rb_dedup(x, 0.85, None)) == 1),
+        ("reme", 2, lambda x: len(reme_dedup(x, 0.85)) == 1),
+    ):
+        tp = fp = fn = 0
+        for row in labelled:
+            said = merged(list(row[which]))
+            tp, fp, fn = (
+                tp + (said and row[0]),
+                fp + (said and not row[0]),
+                fn + (not said and row[0]),
+            )
+        out[name] = {
+            "precision": round(tp / (tp + fp), 3) if tp + fp else None,
+            "recall": round(tp / (tp + fn), 3) if tp + fn else None,
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sizes", default="200")
+    ap.add_argument("--pairs", type=int, default=300)
+    args = ap.parse_args()
+    for size in (int(s) for s in args.sizes.split(",")):
+        print(json.dumps(run_time(size)))
+    print(json.dumps(dedup_quality(args.pairs)))
+
+
+if __name__ == "__main__":
+    main()
