@@ -133,3 +133,25 @@ def test_claude_errors_are_mapped_and_fail_the_run(tmp_path: Path) -> None:
             apply(mem.log, ReMe(), model=_model(handler))
         assert isinstance(info.value.__cause__, DreamerAPIError)
         assert list(mem.replay()) == before
+
+
+def test_parallel_branches_wait_on_their_models_concurrently(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    from evolog.dream.evolve import aevolve, stage
+
+    both = threading.Barrier(2, timeout=10)  # broken unless two calls are in flight at once
+
+    def model(prompt: str) -> str:
+        both.wait()
+        return "helpful" if "one word" in prompt else '{"content": "c", "when_to_use": "w"}'
+
+    with _store(tmp_path / "mem") as mem:
+        item = mem.remember("db", "vacuum the orders table").item
+        mem.append(Feedback(target=item, text="hmm"))
+        items, context = stage(mem.log)
+    # ACE last: a parallel merge takes the last branch's value, even an unchanged one.
+    out = asyncio.run(aevolve(ReMe(model=model) | ACE(model=model), items, context))
+    assert not both.broken
+    assert {i.id: i.helpful for i in out}[item] == 1 and any(i.when_to_use == "w" for i in out)

@@ -122,6 +122,9 @@ class ACE(Strategy):
             self.model,
         ) == (other.harmful_share, other.curate_threshold, other.model)
 
+    def uses_model(self, context: EvolveContext) -> bool:
+        return (self.model or context.model) is not None
+
     def __hash__(self) -> int:
         return hash((self.name, self.harmful_share, self.curate_threshold))
 

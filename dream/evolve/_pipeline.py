@@ -2,7 +2,8 @@
 
 ``>>`` feeds each strategy's output to the next. ``|`` runs every branch on the same input
 and merges the results by item id: the value is the last branch's (in the order written,
-never in the order branches finish), the position is the item's first appearance. An item
+never in the order branches finish; a later branch that returns an item unchanged still
+overrides an earlier branch's change), the position is the item's first appearance. An item
 one branch drops survives if another branch keeps it (the merge is a union, as in seed 001):
 ``ace | reme`` cannot retire what ``reme`` returns; write ``reme >> ace`` for that.
 
@@ -32,8 +33,9 @@ Evolve = Callable[[tuple[EvolveItem, ...], EvolveContext], list[EvolveItem]]
 class Strategy:
     """An evolution step: ``evolve(items, context) -> items`` without side effects.
 
-    Subclasses implement :meth:`evolve`; one that calls a model overrides :meth:`aevolve`
-    too, so parallel branches wait on the model concurrently.
+    Subclasses implement :meth:`evolve`; one that calls a model says so in
+    :meth:`uses_model`, and :meth:`aevolve` then runs it in a worker thread, so parallel
+    branches wait on their models concurrently.
     """
 
     name: str = "strategy"
@@ -41,9 +43,14 @@ class Strategy:
     def evolve(self, items: Sequence[EvolveItem], context: EvolveContext) -> list[EvolveItem]:
         raise NotImplementedError
 
+    def uses_model(self, context: EvolveContext) -> bool:
+        return False
+
     async def aevolve(
         self, items: Sequence[EvolveItem], context: EvolveContext
     ) -> list[EvolveItem]:
+        if self.uses_model(context):
+            return await asyncio.to_thread(self.evolve, tuple(items), context)
         return self.evolve(items, context)
 
     def __rshift__(self, other: Strategy) -> Pipeline:

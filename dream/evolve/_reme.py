@@ -98,6 +98,9 @@ class ReMe(Strategy):
             other.model,
         )
 
+    def uses_model(self, context: EvolveContext) -> bool:
+        return (self.model or context.model) is not None
+
     def __hash__(self) -> int:
         return hash((self.name, self.threshold))
 
