@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
 def add_advice_commands(subparsers: Any) -> None:
     """Register ``advise``, ``import`` and ``follow`` on the ``evolog`` sub-parsers."""
-    s = subparsers.add_parser("advise", help="which gene to use for signals, which to avoid")
+    from ._help import doc
+
+    s = subparsers.add_parser(
+        "advise", help="which gene to use for signals, which to avoid", **doc("advise")
+    )
     s.add_argument("--signals", help="comma-separated signals (or JSON on stdin)")
     s.add_argument(
         "--signal",
@@ -31,7 +35,12 @@ def add_advice_commands(subparsers: Any) -> None:
         help="one signal, taken whole (commas included); repeat for more",
     )
     s.add_argument("--genes", help="JSON file: a list of genes, or an object with 'genes'")
-    s.add_argument("--policy", choices=["evolog", "evolver"], help="default: evolog")
+    s.add_argument(
+        "--policy",
+        choices=["evolog", "evolver"],
+        help="evolog (the default: per-outcome decay, bans need evidence) or evolver "
+        "(evolver's getMemoryAdvice, decision for decision)",
+    )
     s.add_argument("--drift", action="store_true", default=None, help="random drift enabled")
     s.add_argument("--now", help="ISO-8601 time to decay evidence to (default: the clock)")
     s.add_argument("--as-of", type=int, dest="as_of", help="answer as of this seq")
@@ -46,7 +55,7 @@ def add_advice_commands(subparsers: Any) -> None:
         ("import", "import an evolver memory graph (idempotent)"),
         ("follow", "tail a live evolver memory graph into the store"),
     ):
-        s = subparsers.add_parser(name, help=helptext)
+        s = subparsers.add_parser(name, help=helptext, **doc(name))
         s.add_argument("source", choices=["evolver"], help="what kind of file it is")
         s.add_argument("file", help="the memory_graph.jsonl file")
         s.add_argument("--agent", default="evolver", help="agent name for imported events")

@@ -59,15 +59,47 @@ FLAGS: dict[str, tuple[str, str]] = {
 }
 
 
+# What each flag sets (``evolog append --help``); the kinds in front are where it belongs.
+_FLAG_HELP: dict[str, str] = {
+    "id": "the event's id, its idempotency key (default: a new time-ordered id)",
+    "ts": "event time: ISO-8601, or integer microseconds since the epoch (default: now)",
+    "agent": "the agent that recorded it",
+    "session": "the agent's session",
+    "source": "real, simulated or dreamed (default: real)",
+    "signals": "comma-separated signals (--signal for one that holds commas)",
+    "gene": "hypothesis, attempt: the gene used; outcome: the gene scored",
+    "gene_category": "the gene's category",
+    "task": "attempt: what it is for",
+    "action_id": "step, outcome: the attempt it belongs to (attempt: its own; default: its id)",
+    "hypothesis_id": "hypothesis: its own id; attempt, outcome: the hypothesis tested",
+    "text": "hypothesis, note, feedback: the text",
+    "status": "outcome: success, failed, partial, interrupted, abandoned, measured or "
+    "unknown (may be left out when --delta is given)",
+    "score": "outcome: evolver's grade (kept; evolog decides nothing by it)",
+    "delta": "outcome: the measured change of a resource; it credits the survival ledger",
+    "note": "outcome: free text",
+    "decided_by": "attempt, outcome: comma-separated entries that decided the action",
+    "supported_by": "attempt, outcome: comma-separated entries that informed it",
+    "index": "step: its position in the attempt, >= 0",
+    "reasoning": "step: why it was taken",
+    "action": "step: what was done",
+    "result": "step: what came of it",
+    "tool": "step: the tool used",
+    "error": "step: the error it met",
+    "ticks": "tick: how many (default 1)",
+    "tags": "note: comma-separated tags",
+}
+
+
 def add_append_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "event",
         nargs="?",
-        help="a JSON event, or a kind (signal, attempt, step, outcome, ...) used with flags; "
-        "with neither, NDJSON is read from stdin",
+        help="a JSON event, or a kind used with flags (signal, hypothesis, attempt, step, "
+        "outcome, tick, note, feedback, ...); with neither, NDJSON is read from stdin",
     )
     for flag in FLAGS:
-        p.add_argument("--" + flag.replace("_", "-"), dest=flag)
+        p.add_argument("--" + flag.replace("_", "-"), dest=flag, help=_FLAG_HELP[flag])
     p.add_argument(
         "--signal",
         dest="signal",
@@ -75,13 +107,16 @@ def add_append_arguments(p: argparse.ArgumentParser) -> None:
         help="one signal, taken whole (commas included); repeat for more",
     )
     ok = p.add_mutually_exclusive_group()
-    ok.add_argument("--ok", dest="ok", action="store_const", const=True)
-    ok.add_argument("--failed", dest="ok", action="store_const", const=False)
+    ok.add_argument("--ok", dest="ok", action="store_const", const=True, help="step: it worked")
+    ok.add_argument(
+        "--failed", dest="ok", action="store_const", const=False, help="step: it failed"
+    )
     p.add_argument(
         "--durability",
         choices=["always", "batch", "none"],
         default="always",
-        help="fsync policy (default: always)",
+        help="always: durable before the receipt; batch: group commit; none: no fsync "
+        "(default: always)",
     )
     add_lock_timeout(p)
 

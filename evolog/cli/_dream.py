@@ -290,15 +290,19 @@ def _wrap(func: Handler) -> Handler:
 # -- registration -----------------------------------------------------------------------
 def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``isa``, ``dream``, ``route`` and ``graph`` on the main parser's subparsers."""
-    isa = sub.add_parser("isa", help="parse or run dream ISA text (for writing prompts)")
+    from ._help import doc
+
+    isa = sub.add_parser(
+        "isa", help="parse or run dream ISA text (for writing prompts)", **doc("isa")
+    )
     isa_sub = isa.add_subparsers(dest="isa_command", required=True, metavar="ACTION")
     for name, func, text in (
         ("parse", _cmd_isa_parse, "instructions and diagnostics as JSON"),
         ("run", _cmd_isa_run, "the VM's result on an empty graph as JSON"),
     ):
-        s = isa_sub.add_parser(name, help=text)
+        s = isa_sub.add_parser(name, help=text, **doc("isa " + name))
         s.add_argument("file", help="an ISA file, or - for stdin")
-        s.add_argument("--isa-version", default="1.0")
+        s.add_argument("--isa-version", default="1.0", help="the ISA version it is written in")
         if name == "run":
             s.add_argument(
                 "--phase",
@@ -307,8 +311,13 @@ def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
             )
         s.set_defaults(func=_wrap(func))
 
-    d = sub.add_parser("dream", help="dream undreamed traces into strategies")
-    d.add_argument("--dreamer", choices=["heuristic", "claude"], default="heuristic")
+    d = sub.add_parser("dream", help="dream undreamed traces into strategies", **doc("dream"))
+    d.add_argument(
+        "--dreamer",
+        choices=["heuristic", "claude"],
+        default="heuristic",
+        help="heuristic (deterministic, offline) or claude (a model; needs ANTHROPIC_API_KEY)",
+    )
     d.add_argument("--model", help="model of the claude dreamer (default: $EVOLOG_CLAUDE_MODEL)")
     d.add_argument("--max-traces", type=_positive, help="dream at most N traces now")
     d.add_argument("--batch-size", type=_positive, help="traces per cycle")
@@ -323,18 +332,22 @@ def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     d.set_defaults(func=_wrap(_cmd_dream))
     d_sub = d.add_subparsers(dest="dream_command", metavar="ACTION")
-    u = d_sub.add_parser("undo", help="retract a dream cycle")
-    u.add_argument("cycle")
+    u = d_sub.add_parser("undo", help="retract a dream cycle", **doc("dream undo"))
+    u.add_argument("cycle", help="the cycle's id (see `evolog dream cycles`)")
     u.add_argument("--cascade", action="store_true", help="also undo cycles built on it")
-    u.add_argument("--reason")
+    u.add_argument("--reason", help="why (free text, kept in the retraction)")
     u.set_defaults(func=_wrap(_cmd_dream_undo))
-    d_sub.add_parser("cycles", help="list dream cycles").set_defaults(func=_wrap(_cmd_dream_cycles))
+    d_sub.add_parser("cycles", help="list dream cycles", **doc("dream cycles")).set_defaults(
+        func=_wrap(_cmd_dream_cycles)
+    )
 
-    r = sub.add_parser("route", help="route a task: zero-shot, memory traversal or jump")
-    r.add_argument("task")
+    r = sub.add_parser(
+        "route", help="route a task: zero-shot, memory traversal or jump", **doc("route")
+    )
+    r.add_argument("task", help="the task, as text")
     r.add_argument("--current", help="the node being traversed (checks for drift)")
-    r.add_argument("--top-k", type=_positive, default=5)
-    r.add_argument("--embedder")
+    r.add_argument("--top-k", type=_positive, default=5, help="candidate nodes to score")
+    r.add_argument("--embedder", help="embedder name (default: $EVOLOG_EMBEDDER or wordllama)")
     r.add_argument(
         "--include-dead",
         action="store_true",
@@ -342,7 +355,9 @@ def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     r.set_defaults(func=_wrap(_cmd_route))
 
-    g = sub.add_parser("graph", help="strategy nodes with their steps and constraints")
+    g = sub.add_parser(
+        "graph", help="strategy nodes with their steps and constraints", **doc("graph")
+    )
     g.add_argument("--node", help="one node (and the node it was merged into)")
     g.add_argument("--all", action="store_true", help="include merged and pruned nodes")
     g.set_defaults(func=_wrap(_cmd_graph))

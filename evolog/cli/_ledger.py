@@ -25,7 +25,11 @@ if TYPE_CHECKING:
 
 def add_ledger_commands(subparsers: Any) -> None:
     """Register ``ledger``, ``tick`` and ``survive`` on the ``evolog`` sub-parsers."""
-    s = subparsers.add_parser("ledger", help="survival energy of every memory entry, on demand")
+    from ._help import doc
+
+    s = subparsers.add_parser(
+        "ledger", help="survival energy of every memory entry, on demand", **doc("ledger")
+    )
     s.add_argument("--as-of", help="a seq, or an ISO time (event time <= it)")
     s.add_argument("--entry", help="one entry, with its history")
     s.add_argument("--graveyard", action="store_true", help="dead entries only, burial order")
@@ -38,20 +42,33 @@ def add_ledger_commands(subparsers: Any) -> None:
 
     add_lifecycle_commands(s)
 
-    s = subparsers.add_parser("tick", help="append a survival-ledger clock tick")
+    s = subparsers.add_parser("tick", help="append a survival-ledger clock tick", **doc("tick"))
     s.add_argument("--ticks", type=int, default=1, help="how many ticks (default 1)")
     s.add_argument("--reason", help="why (free text)")
     s.add_argument("--force", action="store_true", help="allow a catch-up that starves")
     s.set_defaults(func=run_tick)
 
-    s = subparsers.add_parser("survive", help="survival benchmark, or --demo: poison dying")
-    s.add_argument("--env", choices=["storage", "testsuite"], default="storage")
-    s.add_argument("--arms", default="survival,random_matched,keep_everything")
-    s.add_argument("--seeds", type=int, default=10)
-    s.add_argument("--cycles", type=int, default=30)
+    s = subparsers.add_parser(
+        "survive", help="survival benchmark, or --demo: poison dying", **doc("survive")
+    )
+    s.add_argument(
+        "--env", choices=["storage", "testsuite"], default="storage", help="the environment"
+    )
+    s.add_argument(
+        "--arms",
+        default="survival,random_matched,keep_everything",
+        help="comma-separated, from survival, random_matched and keep_everything",
+    )
+    s.add_argument("--seeds", type=int, default=10, help="seeds per arm")
+    s.add_argument("--cycles", type=int, default=30, help="cycles per run")
     s.add_argument("--dir", help="keep the stores here (default: a temporary directory)")
-    s.add_argument("--pytest", choices=["worker", "subprocess"], default="worker")
-    s.add_argument("--json", action="store_true")
+    s.add_argument(
+        "--pytest",
+        choices=["worker", "subprocess"],
+        default="worker",
+        help="testsuite env: run pytest in a warm worker or a fresh subprocess",
+    )
+    s.add_argument("--json", action="store_true", help="JSON instead of a table")
     s.add_argument("--demo", action="store_true", help="one survival run with a death table")
     s.add_argument("--seed", type=int, default=7, help="the demo's seed (default 7)")
     s.set_defaults(func=run_survive)

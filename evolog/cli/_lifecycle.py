@@ -25,9 +25,13 @@ OPS = ("birth", "pin", "unpin", "forget")
 
 def add_lifecycle_commands(ledger_parser: Any) -> None:
     """Register the lifecycle actions as optional sub-commands of ``ledger``."""
+    from ._help import doc
+
     sub = ledger_parser.add_subparsers(dest="lifecycle", metavar="{birth,pin,unpin,forget}")
-    s = sub.add_parser("birth", help="birth an entry (e.g. an import on probation)")
-    s.add_argument("entry")
+    s = sub.add_parser(
+        "birth", help="birth an entry (e.g. an import on probation)", **doc("ledger birth")
+    )
+    s.add_argument("entry", help="the entry's id")
     s.add_argument("--energy", type=float, help="starting energy (default: spawn energy)")
     s.add_argument("--probation", type=int, help="positive settlements owed before deciding")
     s.add_argument("--pinned", action="store_true", help="born pinned (never dies)")
@@ -38,8 +42,8 @@ def add_lifecycle_commands(ledger_parser: Any) -> None:
         "forget": "bury an entry now (refused while pinned or escrowed)",
     }
     for op, text in helps.items():
-        s = sub.add_parser(op, help=text)
-        s.add_argument("entry")
+        s = sub.add_parser(op, help=text, **doc("ledger " + op))
+        s.add_argument("entry", help="the entry's id")
         s.set_defaults(func=run_lifecycle)
 
 

@@ -98,6 +98,13 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     return run_hook(args.agent_kind, store_path(args))
 
 
+def _cmd_version(args: argparse.Namespace) -> int:
+    from ._help import version_text
+
+    print(version_text())
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .._demo import run_demo
 
@@ -157,37 +164,47 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def _add_core_commands(sub: Any) -> None:
     """The event-log commands."""
-    s = sub.add_parser("init", help="create an empty store")
+    from ._help import doc
+
+    s = sub.add_parser("init", help="create an empty store", **doc("init"))
     s.add_argument("dir", nargs="?", help="directory (default: the store)")
     s.set_defaults(func=_cmd_init)
 
-    s = sub.add_parser("append", help="append events (JSON argument, NDJSON stdin or flags)")
+    s = sub.add_parser(
+        "append", help="append events (JSON argument, NDJSON stdin or flags)", **doc("append")
+    )
     from ._append import add_append_arguments, add_lock_timeout
 
     add_append_arguments(s)
     s.set_defaults(func=_cmd_append)
 
-    s = sub.add_parser("replay", help="print events as NDJSON (what append accepts)")
+    s = sub.add_parser(
+        "replay", help="print events as NDJSON (what append accepts)", **doc("replay")
+    )
     s.add_argument("--as-of", help="a seq, or an ISO time (event time <= it)")
-    s.add_argument("--kinds", help="comma-separated kinds")
+    s.add_argument("--kinds", help="comma-separated kinds, e.g. attempt,outcome (default: all)")
     s.set_defaults(func=_cmd_replay)
 
-    sub.add_parser("stats", help="counts and sizes").set_defaults(func=_cmd_stats)
-    sub.add_parser("verify", help="check the log; exit 1 on a problem").set_defaults(
-        func=_cmd_verify
-    )
-    s = sub.add_parser("seal", help="seal the WAL into Parquet segments")
-    s.add_argument("--quiet", action="store_true")
+    sub.add_parser("stats", help="counts and sizes", **doc("stats")).set_defaults(func=_cmd_stats)
+    sub.add_parser(
+        "verify", help="check the log; exit 1 on a problem", **doc("verify")
+    ).set_defaults(func=_cmd_verify)
+    s = sub.add_parser("seal", help="seal the WAL into Parquet segments", **doc("seal"))
+    s.add_argument("--quiet", action="store_true", help="print nothing on success")
     add_lock_timeout(s)
     s.set_defaults(func=_cmd_seal)
 
-    s = sub.add_parser("compact", help="merge small segments")
-    s.add_argument("--small-rows", type=int, default=100_000)
-    s.add_argument("--target-rows", type=int, default=1_000_000)
+    s = sub.add_parser("compact", help="merge small segments", **doc("compact"))
+    s.add_argument(
+        "--small-rows", type=int, default=100_000, help="merge segments below this many rows"
+    )
+    s.add_argument(
+        "--target-rows", type=int, default=1_000_000, help="at most this many rows per merge"
+    )
     s.set_defaults(func=_cmd_compact)
 
-    s = sub.add_parser("hook", help="record an agent hook payload read from stdin")
-    s.add_argument("agent_kind", choices=["claude-code"])
+    s = sub.add_parser("hook", help="record an agent hook payload read from stdin", **doc("hook"))
+    s.add_argument("agent_kind", choices=["claude-code"], help="the agent sending the payload")
     s.add_argument(
         "--print-settings",
         action="store_true",
@@ -216,7 +233,10 @@ def _parser_class(command: str | None) -> type[argparse.ArgumentParser]:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or with a feature ``command`` only the subparsers of its layer."""
-    p = _parser_class(command)(prog="evolog", description="Event-sourced agent memory.")
+    from ._help import doc, version_action
+
+    p = _parser_class(command)(prog="evolog", **doc(""))
+    p.add_argument("--version", action=version_action())
     p.add_argument("--store", help="store directory (default: $EVOLOG_STORE or ~/.evolog)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -229,22 +249,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         sub, ["sql", "advice", "dream", "ledger", "memory", "server", "publish", "evolve"]
     )
 
-    s = sub.add_parser("demo", help="simulate an agent into a store and show what it stored")
-    s.add_argument("--dir", default="evolog-demo")
-    s.add_argument("--cycles", type=int, default=300)
-    s.add_argument("--seed", type=int, default=7)
+    s = sub.add_parser(
+        "demo", help="simulate an agent into a store and show what it stored", **doc("demo")
+    )
+    s.add_argument("--dir", default="evolog-demo", help="the store to fill")
+    s.add_argument("--cycles", type=int, default=300, help="simulated attempts")
+    s.add_argument("--seed", type=int, default=7, help="random seed")
     s.set_defaults(func=_cmd_demo)
     return p
 
 
 def _fast_args(argv: list[str]) -> SimpleNamespace | None:
-    """The hook-path commands and ``sql``, parsed without argparse (importing it and
-    building a parser costs 5-10 ms).
+    """The hook-path commands, ``sql`` and ``--version``, parsed without argparse
+    (importing it and building a parser costs 5-10 ms).
 
     Only the plain forms take this path: ``[--store DIR] append [JSON]``,
-    ``[--store DIR] hook claude-code`` and ``[--store DIR] sql QUERY [options]``; anything
-    else goes through the full parser.
+    ``[--store DIR] hook claude-code``, ``[--store DIR] sql QUERY [options]`` and
+    ``--version``; anything else goes through the full parser.
     """
+    if argv == ["--version"]:
+        return SimpleNamespace(func=_cmd_version)
     store = None
     if len(argv) >= 2 and argv[0] == "--store":
         store, argv = argv[1], argv[2:]

@@ -22,12 +22,10 @@ __all__ = ["add_memory_commands"]
 
 def add_memory_commands(sub: Any) -> None:
     """Register the memory-item commands on the ``evolog`` sub-parsers."""
+    from ._help import doc
+
     s = sub.add_parser(
-        "remember",
-        help="write a memory note to a branch (deduplicated)",
-        description="Write TEXT to BRANCH ('backbone' is permanent). A note whose words match "
-        "one of the branch's notes (TF cosine >= 0.85) supersedes it. Example: "
-        "evolog remember deploy 'run the blue-green script, then check /health' --tag ops",
+        "remember", help="write a memory note to a branch (deduplicated)", **doc("remember")
     )
     s.add_argument("branch", help="the branch (e.g. backbone, deploy, the project's name)")
     s.add_argument("text", help="what to remember")
@@ -37,15 +35,19 @@ def add_memory_commands(sub: Any) -> None:
     s = sub.add_parser(
         "recall",
         help="memory items for a query, as a block within a budget (or JSON)",
-        description="Rank memory items for QUERY and print the block to inject. Example: "
-        "evolog recall 'deploy the web service' --budget 2000 --format json",
+        **doc("recall"),
     )
     s.add_argument("query", help="the task or prompt")
     s.add_argument("--budget", type=int, help="character budget (default: memory.json, 4000)")
     s.add_argument("--top-n", type=int, help="at most this many items (default 10)")
     s.add_argument("--threshold", type=float, help="minimum score (default 0.15)")
     s.add_argument("--branch", action="append", help="only these branches (repeatable)")
-    s.add_argument("--format", choices=["text", "json"], default="text")
+    s.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="text: the block to inject; json: the items with their scores and why",
+    )
     s.add_argument("--include-dead", action="store_true", help="also items the ledger buried")
     s.add_argument("--action-id", default="", help="the attempt this recall serves")
     s.add_argument("--no-record", action="store_true", help="do not append a recall event")
@@ -56,19 +58,19 @@ def add_memory_commands(sub: Any) -> None:
     s = sub.add_parser(
         "feedback",
         help="record a verdict on a memory item (helpful, harmful or neutral)",
-        description="ACE counters: score = helpful / (helpful + harmful + neutral). Example: "
-        "evolog feedback 01J0ABC... helpful --note 'saved a rollback'",
+        **doc("feedback"),
     )
     s.add_argument("item", help="the item id (see `evolog recall --format json`)")
-    s.add_argument("verdict", choices=["helpful", "harmful", "neutral"])
+    s.add_argument(
+        "verdict", choices=["helpful", "harmful", "neutral"], help="was the item useful?"
+    )
     s.add_argument("--note", help="why (free text)")
     s.set_defaults(func=run_feedback)
 
     s = sub.add_parser(
         "compress",
         help="archive cold branches (or --undo a compression)",
-        description="Merge every cold branch (access below 0.1 x the mean) into one archive "
-        "item; sources are archived, never deleted. Example: evolog compress --undo ITEM",
+        **doc("compress"),
     )
     s.add_argument("--undo", metavar="ITEM", help="retract this compression or archive item")
     s.set_defaults(func=run_compress)

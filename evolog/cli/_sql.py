@@ -30,16 +30,20 @@ _MAX_CELL = 60
 
 def add_sql_commands(sub: Any) -> None:
     """Register ``sql``, ``edges`` and ``export`` on the ``evolog`` subparsers."""
-    s = sub.add_parser("sql", help="run one read-only SQL query over the projections")
+    from ._help import doc
+
+    s = sub.add_parser("sql", help="run one read-only SQL query over the projections", **doc("sql"))
     s.add_argument("query", help='e.g. "SELECT kind, count(*) FROM events GROUP BY kind"')
     _common(s, "table")
-    s.add_argument("--out", help="write the result to this Parquet file instead")
+    s.add_argument("--out", help="write the result to this Parquet file instead of printing it")
     from ._iceberg import add_sql_options
 
     add_sql_options(s)
     s.set_defaults(func=run_sql)
 
-    s = sub.add_parser("edges", help="edge stats per (signal key, gene), or gene priors")
+    s = sub.add_parser(
+        "edges", help="edge stats per (signal key, gene), or gene priors", **doc("edges")
+    )
     s.add_argument(
         "--signals",
         help="comma-separated signals: the edges of their evolver key and of every key "
@@ -67,9 +71,11 @@ def add_sql_commands(sub: Any) -> None:
     _common(s, "json")
     s.set_defaults(func=run_edges)
 
-    s = sub.add_parser("export", help="write events, traces, edges, ... as Parquet or CSV")
+    s = sub.add_parser(
+        "export", help="write events, traces, edges, ... as Parquet or CSV", **doc("export")
+    )
     s.add_argument("dir", help="output directory (created if missing)")
-    s.add_argument("--format", choices=["parquet", "csv"], default="parquet")
+    s.add_argument("--format", choices=["parquet", "csv"], default="parquet", help="file format")
     s.add_argument("--as-of", help="a seq, or an ISO time (event time <= it)")
     s.add_argument("--now", help="evaluate decay at this ISO time or µs (default: now)")
     s.set_defaults(func=run_export)
@@ -106,7 +112,9 @@ def sql_args(argv: list[str], store: str | None) -> SimpleNamespace | None:
 
 
 def _common(s: argparse.ArgumentParser, default_format: str) -> None:
-    s.add_argument("--format", choices=["table", "csv", "json"], default=default_format)
+    s.add_argument(
+        "--format", choices=["table", "csv", "json"], default=default_format, help="output format"
+    )
     s.add_argument("--as-of", help="a seq, or an ISO time (event time <= it)")
     s.add_argument("--now", help="evaluate decay at this ISO time or µs (default: now)")
 
