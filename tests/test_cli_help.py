@@ -57,6 +57,7 @@ def test_the_walk_reaches_every_command() -> None:
     names = {" ".join(path) for path, _ in COMMANDS}
     expected = {"", "init", "append", "replay", "sql", "advise", "dream", "dream undo"}
     expected |= {"isa run", "route", "ledger", "ledger birth", "ledger forget", "tick", "demo"}
+    expected |= {"remember", "recall", "feedback", "compress", "hook"}
     assert expected <= names
 
 
@@ -105,6 +106,7 @@ def test_help_shows_defaults_unless_the_text_names_one() -> None:
     assert "(default: heuristic)" in helps[("dream",)]
     assert "(default 50; 0: all)" in helps[("ledger",)]
     assert "(default: 50)" not in helps[("ledger",)]
+    assert "(default: [])" not in helps[("remember",)]
 
 
 def _evolog(*args: str) -> subprocess.CompletedProcess[str]:

@@ -221,8 +221,9 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "feedback": (
-        "Record a verdict on a memory item: ACE counters, score = helpful / (helpful +\n"
-        "harmful + neutral), and a ledger credit of +1, -1 or 0.",
+        "Record a verdict on a memory item: its ACE score is helpful / (helpful +\n"
+        "harmful + neutral), and an outcome with delta +1, -1 or 0 credits it in the\n"
+        "survival ledger.",
         ("evolog feedback 01J0ABC helpful --note 'saved a rollback'",),
     ),
     "compress": (
@@ -271,8 +272,10 @@ def _formatter() -> type[argparse.HelpFormatter]:
     class Formatter(argparse.RawDescriptionHelpFormatter):
         def _get_help_string(self, action: argparse.Action) -> str:
             text = action.help or ""
-            shown = action.option_strings and "default" not in text
-            if shown and action.default not in (None, False, "", argparse.SUPPRESS):
+            default = action.default
+            # `is`, not `in`, for None and False: a default of 0 is worth showing (0 == False).
+            empty = default is None or default is False or default in ("", [], argparse.SUPPRESS)
+            if action.option_strings and "default" not in text and not empty:
                 text += " (default: %(default)s)"
             return text
 
