@@ -97,6 +97,8 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
             'evolog sql "SELECT gene, count(*) FROM outcomes GROUP BY gene"',
             'evolog sql --format csv --as-of 500 "SELECT * FROM traces WHERE open"',
             'evolog sql --out steps.parquet "SELECT * FROM steps"',
+            "evolog sql --iceberg ./warehouse:evolog.events "
+            '"SELECT store_id, kind, count(*) FROM events GROUP BY ALL"',
         ),
     ),
     "edges": (
@@ -230,6 +232,32 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Merge every cold branch (access below 0.1 x the mean) into one archive item;\n"
         "sources are archived, never deleted. --undo gives a merge's sources back.",
         ("evolog compress", "evolog compress --undo 01J0ABC"),
+    ),
+    "serve": (
+        "Serve one store to many agents over HTTP: the native /v1 API, evolver's /kg\n"
+        "and MCP at /mcp; one writer (group commit), readers on snapshots. Without a\n"
+        "token it listens only on loopback. Needs the extra evolog[server].",
+        ("evolog serve --host 0.0.0.0 --port 8420 --token-file tokens.txt --durability batch",),
+    ),
+    "mcp": (
+        "An MCP server on stdin/stdout for one client (tools remember, recall,\n"
+        "record_outcome, advise, route, sql, search_events). Needs evolog[server].\n"
+        "Add it to Claude Code with: claude mcp add evolog -- evolog mcp",
+        ("evolog --store ~/.evolog mcp --durability always",),
+    ),
+    "publish": (
+        "Publish the sealed log to a table format that other engines read; the one\n"
+        "target is iceberg (see `evolog publish iceberg --help`).",
+        ("evolog publish iceberg ./warehouse --store-id laptop-1",),
+    ),
+    "publish iceberg": (
+        "Register the store's sealed Parquet segments (in place, byte-identical) in an\n"
+        "Iceberg table, one snapshot per publish; publishing again adds only what is\n"
+        "new. Needs the extra evolog[iceberg].",
+        (
+            "evolog publish iceberg ./warehouse --store-id laptop-1",
+            "evolog publish iceberg sqlite:///cat.db --warehouse ./wh --table team.events --seal",
+        ),
     ),
     "tick": (
         "Append a survival-ledger clock tick: upkeep for every alive entry. Nothing\n"

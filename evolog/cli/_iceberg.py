@@ -18,19 +18,19 @@ if TYPE_CHECKING:
 
 from ..iceberg._catalog import DEFAULT_TABLE
 
-_EXAMPLE = "e.g. evolog publish iceberg ./warehouse --store-id laptop-1"
-
 
 def add_publish_commands(sub: Any) -> None:
     """Register ``publish`` (its one target: ``iceberg``) on the ``evolog`` subparsers."""
-    p = sub.add_parser("publish", help="publish the sealed log to a shared table format")
+    from ._help import doc
+
+    p = sub.add_parser(
+        "publish", help="publish the sealed log to a shared table format", **doc("publish")
+    )
     targets = p.add_subparsers(dest="target", required=True, metavar="TARGET")
     s = targets.add_parser(
         "iceberg",
         help="register the store's sealed segments in an Apache Iceberg table",
-        description="Register the store's sealed Parquet segments (in place, byte-identical) "
-        "in an Iceberg table, one snapshot per publish; publishing again adds only what is "
-        f"new. Needs the extra evolog[iceberg]. {_EXAMPLE}",
+        **doc("publish iceberg"),
     )
     s.add_argument(
         "catalog",

@@ -19,12 +19,12 @@ _EXTRA = "pip install 'evolog[server]'"
 
 def add_server_commands(sub: Any) -> None:
     """Register ``serve`` and ``mcp`` on the ``evolog`` sub-parsers."""
+    from ._help import doc
+
     s = sub.add_parser(
         "serve",
         help="serve the store over HTTP (native /v1 API, evolver /kg, MCP at /mcp)",
-        description="Serve one store to many agents: one writer (group commit), readers on "
-        "snapshots. Without a token it listens only on loopback.",
-        epilog="example: evolog serve --port 8420 --durability batch",
+        **doc("serve"),
     )
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     s.add_argument("--port", type=int, default=8420, help="TCP port (default: 8420)")
@@ -55,9 +55,7 @@ def add_server_commands(sub: Any) -> None:
     m = sub.add_parser(
         "mcp",
         help="serve the store to one MCP client over stdio",
-        description="An MCP server on stdin/stdout (tools remember, recall, record_outcome, "
-        "advise, route, sql, search_events).",
-        epilog="example: claude mcp add evolog -- evolog mcp",
+        **doc("mcp"),
     )
     _durability(m)
     m.set_defaults(func=run_mcp)
