@@ -103,7 +103,8 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "edges": (
         "Edge statistics per (signal key, gene): success and failure counts, the\n"
-        "smoothed rate and its decayed value; or, with --priors, per-gene priors.",
+        "smoothed rate and its decayed value; or, with --priors, per-gene priors.\n"
+        "--signals selects their key and every key holding all of them (--exact: theirs).",
         (
             "evolog edges --signals log_error,errsig:boom --mode per_event --format table",
             'evolog edges --signal "errsig:ValueError: expected 2, got 3" --signal log_error',
