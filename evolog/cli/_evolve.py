@@ -20,13 +20,12 @@ __all__ = ["add_evolve_commands"]
 
 def add_evolve_commands(sub: Any) -> None:
     """Register ``evolve`` on the ``evolog`` sub-parsers."""
+    from ._help import doc
+
     s = sub.add_parser(
         "evolve",
         help="evolve the memory items with a pipeline (ace, reasoning_bank, reme; >> and |)",
-        description="Run a pipeline expression over the memory items and append what it "
-        "changes as dreamed events. '>>' runs in sequence, '|' in parallel (binds looser, "
-        "as in Python). Examples: evolog evolve 'ace >> reasoning_bank >> reme' --dry-run; "
-        "evolog evolve undo RUN",
+        **doc("evolve"),
     )
     s.add_argument("expression", help="the pipeline, or 'undo'")
     s.add_argument("run", nargs="?", help="with 'undo': the run to retract")

@@ -260,6 +260,15 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
             "evolog publish iceberg sqlite:///cat.db --warehouse ./wh --table team.events --seal",
         ),
     ),
+    "evolve": (
+        "Run a pipeline expression over the memory items and append what it changes\n"
+        "as dreamed events. '>>' runs in sequence, '|' in parallel (binds looser, as\n"
+        "in Python); the strategies are ace, reasoning_bank and reme.",
+        (
+            "evolog evolve 'ace >> reasoning_bank >> reme' --dry-run",
+            "evolog evolve undo RUN",
+        ),
+    ),
     "tick": (
         "Append a survival-ledger clock tick: upkeep for every alive entry. Nothing\n"
         "ticks on its own; tick as time passes (cron, a session's end). One event of\n"
