@@ -1,4 +1,5 @@
-"""``evolog append``: one JSON event, NDJSON on stdin, or flags for the common kinds.
+"""``evolog append``: one JSON event, NDJSON on stdin, or flags for the common kinds; and
+``evolog replay``, which writes the log as the NDJSON ``append`` reads.
 
 Input is validated completely before anything is written, so a bad line leaves the log
 exactly as it was; the commit, Ctrl-C and large inputs are :mod:`evolog.cli._ingest`'s.
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from evolog.eventlog import AnyEvent, InvalidEventError, from_builtins, from_json
 
+from ._common import parse_as_of, parse_kinds
 from ._ingest import MAX_LINE_BYTES, append_ndjson, commit, read_ndjson
 
 if TYPE_CHECKING:
@@ -202,3 +204,23 @@ def _parse(name: str, parser: str, value: Any) -> Any:
     except ValueError:
         raise InvalidEventError(f"{flag}: expected a number; got {value!r}", field=name) from None
     return value
+
+
+def run_replay(args: argparse.Namespace, store: str) -> int:
+    """``evolog replay``: the log as NDJSON, exactly what ``evolog append`` accepts."""
+    from evolog.eventlog import EventLog, to_json
+
+    as_of, as_of_ts = parse_as_of(args.as_of)
+    kinds = parse_kinds(args.kinds)
+    out = sys.stdout.buffer
+    with EventLog(store) as log:
+        buf = bytearray()
+        for event in log.replay(as_of, as_of_ts=as_of_ts, kinds=kinds):
+            buf += to_json(event)
+            buf += b"\n"
+            if len(buf) > 1 << 16:
+                out.write(buf)
+                buf.clear()
+        out.write(buf)
+    out.flush()
+    return 0

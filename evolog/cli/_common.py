@@ -1,4 +1,5 @@
-"""What the command modules share: where the store is, and printing JSON.
+"""What the command modules share: where the store is, ``--as-of`` and ``--kinds``, and
+printing JSON.
 
 Its own module so that the command modules import it, never the parser module (which
 imports them).
@@ -14,9 +15,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["DEFAULT_STORE", "ledger_config", "print_json", "print_text_json", "store_path"]
+__all__ = [
+    "DEFAULT_STORE",
+    "MAX_SEQ",
+    "ledger_config",
+    "parse_as_of",
+    "parse_kinds",
+    "print_json",
+    "print_text_json",
+    "store_path",
+]
 
 DEFAULT_STORE = "~/.evolog"
+MAX_SEQ = 2**63 - 1
 
 
 def store_path(args: Any) -> str:
@@ -51,3 +62,26 @@ def ledger_config(args: argparse.Namespace) -> dict[str, object]:
     if args.cadence:
         fields.update(parse_cadence(args.cadence))
     return fields
+
+
+def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
+    """``--as-of``: digits are a seq; anything else an ISO-8601 event time."""
+    from evolog.eventlog import InvalidEventError, parse_ts
+
+    if text is None:
+        return None, None
+    text = text.strip()
+    if text.isdigit():
+        if int(text) > MAX_SEQ:  # a seq is a 64-bit integer everywhere it is stored
+            raise InvalidEventError(f"--as-of: expected a seq up to {MAX_SEQ}; got {text}")
+        return int(text), None
+    try:
+        return None, parse_ts(text, "--as-of")
+    except InvalidEventError:
+        raise InvalidEventError(
+            f"--as-of: expected a seq (digits) or an ISO-8601 time; got {text!r}"
+        ) from None
+
+
+def parse_kinds(text: str | None) -> list[str] | None:
+    return [k.strip() for k in text.split(",") if k.strip()] if text else None

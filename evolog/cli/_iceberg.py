@@ -101,7 +101,7 @@ def iceberg_result(args: Any) -> tuple[pa.Table, str | None]:
 
     as_of, as_of_ts = None, None
     if args.as_of is not None:
-        from ._read import parse_as_of
+        from ._common import parse_as_of
 
         as_of, as_of_ts = parse_as_of(args.as_of)
     out = None

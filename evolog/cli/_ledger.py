@@ -84,7 +84,7 @@ def run_ledger(args: argparse.Namespace) -> int:
     from evolog.projections._errors import ProjectionError
     from evolog.projections.energy._ledger import ledger
 
-    from ._read import parse_as_of
+    from ._common import parse_as_of
 
     try:
         as_of, as_of_ts = parse_as_of(args.as_of)

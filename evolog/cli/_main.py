@@ -42,7 +42,7 @@ def _cmd_append(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from ._read import run_replay
+    from ._append import run_replay
 
     return run_replay(args, store_path(args))
 

@@ -146,8 +146,8 @@ def _projections(args: argparse.Namespace) -> Any:
 
 def _bounds(args: argparse.Namespace) -> dict[str, int | None]:
     as_of, as_of_ts = None, None
-    if args.as_of is not None:  # _cli_read imports argparse, which a plain query skips
-        from ._read import parse_as_of
+    if args.as_of is not None:  # parse_as_of loads the JSON reader, which a plain query skips
+        from ._common import parse_as_of
 
         as_of, as_of_ts = parse_as_of(args.as_of)
     return {"as_of": as_of, "as_of_ts": as_of_ts, "now": _parse_now(args.now)}
