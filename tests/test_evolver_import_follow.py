@@ -170,3 +170,26 @@ def test_cli_follow_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
     with EventLog(store) as lg:
         assert _ids(lg) == [o["id"] for o in objs]
         assert load_state(state_path(lg, str(path))).offset == path.stat().st_size  # type: ignore[union-attr]
+
+
+def test_ctrl_c_during_a_poll_reports_what_the_poll_imported(
+    log: EventLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C arriving right after a poll's append (before its counts) used to end the
+    follow with a report of fewer events than the log holds."""
+    from evolog.advice import follow_evolver
+
+    objs = _objects()
+    path = tmp_path / "g.jsonl"
+    path.write_bytes(b"".join(_line(o) for o in objs))
+    real = log.append_receipts
+
+    def append_then_ctrl_c(events: Any) -> Any:
+        receipts = real(events)
+        os.kill(os.getpid(), signal.SIGINT)
+        return receipts
+
+    monkeypatch.setattr(log, "append_receipts", append_then_ctrl_c)
+    report = follow_evolver(log, path, poll_seconds=0.01)
+    assert report.imported == len(_ids(log)) == len(objs)
+    assert load_state(state_path(log, str(path))).offset == path.stat().st_size  # type: ignore[union-attr]

@@ -13,8 +13,10 @@ import contextlib
 import hashlib
 import json
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import msgspec
 from evolog.eventlog import EventLog
@@ -141,6 +143,28 @@ class Follower:
         return True
 
 
+@contextlib.contextmanager
+def _ctrl_c_after() -> Iterator[None]:
+    """Ctrl-C during a poll takes effect when the poll ends: the lines it appended, its
+    saved offset and the report's counts then agree (a KeyboardInterrupt between the append
+    and the count reported fewer events than were imported)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[int] = []
+    old = signal.getsignal(signal.SIGINT)
+    if old == signal.SIG_IGN:  # `cmd &` in a script ignores SIGINT: keep that
+        yield
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if pressed:
+        raise KeyboardInterrupt
+
+
 def follow_evolver(
     log: EventLog,
     path: str | os.PathLike[str],
@@ -159,7 +183,8 @@ def follow_evolver(
     report = ImportReport(follower.path)
     try:
         while True:
-            follower.poll(report)
+            with _ctrl_c_after():
+                follower.poll(report)
             if on_poll is not None:
                 on_poll(report)
             if should_stop is not None and should_stop():
