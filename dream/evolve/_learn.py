@@ -1,14 +1,19 @@
-"""What a trace teaches, in words: shared by ReasoningBank and ReMe's offline extraction."""
+"""What a trace teaches, in words, and how a duplicate is absorbed: shared by ReasoningBank
+and ReMe."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from .._traces import Trace
+    from ._items import EvolveItem
 
-__all__ = ["actions", "derived_id", "failure", "goal", "learnable"]
+__all__ = ["absorb", "actions", "derived_id", "failure", "goal", "learnable"]
 
 MAX_TITLE = 80
 
@@ -51,3 +56,21 @@ def failure(trace: Trace) -> str:
 def learnable(trace: Trace) -> bool:
     """A finished attempt with a verdict and something to say about its goal."""
     return (trace.succeeded or trace.failed) and bool(trace.goal.strip())
+
+
+def absorb(pool: Sequence[EvolveItem], keeper: Mapping[int, int]) -> list[EvolveItem]:
+    """``pool`` without its duplicates: ``keeper`` maps the position of each dropped item to
+    the position of the item that stays, which lists the dropped one (and what the dropped one
+    had absorbed) in its ``sources``, in ``keeper``'s order."""
+    absorbed: dict[int, list[str]] = {}
+    for dropped, kept in keeper.items():
+        absorbed.setdefault(kept, []).extend([pool[dropped].id, *pool[dropped].sources])
+    out = []
+    for k, item in enumerate(pool):
+        if k in keeper:
+            continue
+        if k in absorbed:
+            extra = [s for s in absorbed[k] if s not in item.sources]
+            item = msgspec.structs.replace(item, sources=(*item.sources, *extra))
+        out.append(item)
+    return out

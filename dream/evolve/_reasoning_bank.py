@@ -15,10 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-import msgspec
-
 from ._items import EvolveContext, EvolveItem
-from ._learn import actions, derived_id, failure, goal, learnable
+from ._learn import absorb, actions, derived_id, failure, goal, learnable
 from ._pipeline import Strategy
 
 if TYPE_CHECKING:
@@ -129,16 +127,4 @@ def dedup(
                     continue
             kept.append(pos)
             keep_of[k] = k
-    absorbed: dict[int, list[str]] = {}
-    for k, keeper in keep_of.items():
-        if keeper != k:
-            absorbed.setdefault(keeper, []).extend([pool[k].id, *pool[k].sources])
-    out = []
-    for k, item in enumerate(pool):
-        if keep_of.get(k, k) != k:
-            continue
-        if k in absorbed:
-            extra = [s for s in absorbed[k] if s not in item.sources]
-            item = msgspec.structs.replace(item, sources=(*item.sources, *extra))
-        out.append(item)
-    return out
+    return absorb(pool, {k: keeper for k, keeper in keep_of.items() if keeper != k})

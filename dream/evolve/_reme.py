@@ -19,10 +19,8 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Final
 
-import msgspec
-
 from ._items import EvolveContext, EvolveItem, Model
-from ._learn import actions, derived_id, failure, goal, learnable
+from ._learn import absorb, actions, derived_id, failure, goal, learnable
 from ._pipeline import Strategy
 
 if TYPE_CHECKING:
@@ -148,18 +146,9 @@ def dedup(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveItem]:
                 winner[old] = k
                 kept.remove(old)
         kept.append(k)
-    absorbed: dict[int, list[str]] = {}
+    final: dict[int, int] = {}
     for old, new in winner.items():
-        final = new
-        while final in winner:
-            final = winner[final]
-        absorbed.setdefault(final, []).extend([pool[old].id, *pool[old].sources])
-    out = []
-    for k, item in enumerate(pool):
-        if k in winner:
-            continue
-        if k in absorbed:
-            extra = [s for s in absorbed[k] if s not in item.sources]
-            item = msgspec.structs.replace(item, sources=(*item.sources, *extra))
-        out.append(item)
-    return out
+        while new in winner:
+            new = winner[new]
+        final[old] = new
+    return absorb(pool, final)
