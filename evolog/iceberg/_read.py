@@ -1,6 +1,8 @@
-"""``evolog sql --iceberg``: DuckDB over a table's data files, planned by pyiceberg.
+"""``evolog sql --iceberg``: DuckDB over a table's data files.
 
-pyiceberg plans the scan (the snapshot, the files a seq or time bound can skip); DuckDB
+The scan (the snapshot, the files a seq or time bound can skip) is planned from the
+table's metadata files directly (:mod:`._plan`) for the default SQLite catalog, else by
+pyiceberg (other catalogs, delete files, ...: whatever :mod:`._plan` does not read). DuckDB
 reads those files in place, offline, with ``store_id`` filled from each file's partition
 value. The query goes through the rules of ``evolog sql`` (:mod:`projections._sqlguard`):
 one read-only statement, checked before anything runs, on a connection that may open only
@@ -23,6 +25,7 @@ from ._catalog import (
     table_name,
 )
 from ._errors import CatalogError, IcebergInputError
+from ._plan import Unsupported, column_of, duckdb_type, metadata_location, plan_files
 from ._schema import STORE_ID
 
 if TYPE_CHECKING:
@@ -51,18 +54,16 @@ def iceberg_sql(
     for label, value in (("snapshot", snapshot_id), ("as_of", as_of), ("as_of_ts", as_of_ts)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise IcebergInputError(f"{label}: expected an integer or None; got {value!r}")
+    bounds = {k: v for k, v in (("seq", as_of), ("ts", as_of_ts)) if v is not None}
     con = connect(catalog=True)  # footers read to bind the view are kept for the query
     try:
         check_query(query, con)  # refused before the catalog is even opened
-        cat = open_catalog(catalog, create=False, warehouse=warehouse)
         try:
-            with backend_errors(f"loading table {table}"):
-                tbl = cat.load_table(table_identifier(table))
-            groups, schema = plan(tbl, snapshot_id, as_of, as_of_ts)
-        finally:
-            close_catalog(cat)
+            groups, columns = plan_direct(catalog, table, snapshot_id, bounds)
+        except Unsupported:
+            groups, columns = plan_pyiceberg(con, catalog, table, snapshot_id, bounds, warehouse)
         with backend_errors(f"reading the data files of table {table}"):
-            view = _events_sql(con, groups, schema, as_of, as_of_ts)
+            view = _events_sql(con, groups, columns, as_of, as_of_ts)
             con.execute(f"CREATE VIEW events AS {view}")
         lock_down(con, [p for group in groups.values() for p in group.paths])
         return run_query(con, query)
@@ -70,12 +71,72 @@ def iceberg_sql(
         con.close()
 
 
-def plan(
-    tbl: Table, snapshot_id: int | None, as_of: int | None, as_of_ts: int | None
-) -> tuple[dict[str, Group], pa.Schema]:
-    """The files to read by store id, and the snapshot's schema (as Arrow)."""
-    from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
+@dataclass(slots=True)
+class Group:
+    """One store's data files, and the columns they hold (None: not known)."""
+
+    paths: list[str]
+    present: set[str] | None
+
+    def add(
+        self, uri: str, size: int, counts: dict[int, int] | None, column_of: dict[int, str]
+    ) -> None:
+        self.paths.append(_local(uri, size))
+        # The columns a file holds, from its metadata (every leaf column has a value
+        # count): no footer is read to learn that a store's files lack a column.
+        if not counts or self.present is None:
+            self.present = None  # no statistics: DuckDB reads the footers instead
+        else:
+            self.present.update(column_of[i] for i in counts if i in column_of)
+
+
+#: (name, DuckDB type) of the table's columns, in order.
+Columns = list[tuple[str, str]]
+
+
+def plan_direct(
+    catalog: str, table: str, snapshot_id: int | None, bounds: dict[str, int]
+) -> tuple[dict[str, Group], Columns]:
+    """The plan read from the table's metadata files (:mod:`._plan`), or Unsupported."""
+    ident = table_identifier(table)
+    name = ".".join(ident)
+    location = metadata_location(catalog, ident)
+    plan = plan_files(location, name, snapshot_id, bounds, partition=STORE_ID)
+    columns = [(f["name"], duckdb_type(f["type"])) for f in plan.schema["fields"]]
+    where = column_of(plan.schema)
+    groups: dict[str, Group] = {}
+    for f in plan.files:
+        groups.setdefault(f.partition, Group([], set())).add(f.path, f.size, f.value_counts, where)
+    return groups, columns
+
+
+def plan_pyiceberg(
+    con: duckdb.DuckDBPyConnection,
+    catalog: str,
+    table: str,
+    snapshot_id: int | None,
+    bounds: dict[str, int],
+    warehouse: str | None,
+) -> tuple[dict[str, Group], Columns]:
+    """The plan of pyiceberg's ``plan_files``, for any catalog and table it reads."""
+    cat = open_catalog(catalog, create=False, warehouse=warehouse)
+    try:
+        with backend_errors(f"loading table {table}"):
+            tbl = cat.load_table(table_identifier(table))
+        groups, schema = plan(tbl, snapshot_id, bounds)
+    finally:
+        close_catalog(cat)
     from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    types = con.from_arrow(schema_to_pyarrow(schema).empty_table()).types
+    return groups, [(f.name, str(t)) for f, t in zip(schema.fields, types, strict=True)]
+
+
+def plan(
+    tbl: Table, snapshot_id: int | None, bounds: dict[str, int]
+) -> tuple[dict[str, Group], Schema]:
+    """The files to read by store id, and the snapshot's schema, planned by pyiceberg."""
+    from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
 
     if snapshot_id is not None and tbl.snapshot_by_id(snapshot_id) is None:
         known = [s.snapshot_id for s in tbl.snapshots()][-5:]
@@ -84,10 +145,8 @@ def plan(
             f"got {snapshot_id}"
         )
     where: BooleanExpression = AlwaysTrue()
-    if as_of is not None:
-        where = And(where, predicate("LessThanOrEqual", "seq", as_of))
-    if as_of_ts is not None:
-        where = And(where, predicate("LessThanOrEqual", "ts", as_of_ts))
+    for column, value in bounds.items():
+        where = And(where, predicate("LessThanOrEqual", column, value))
     groups: dict[str, Group] = {}
     with backend_errors(f"planning the scan of table {table_name(tbl)}"):
         scan = tbl.scan(row_filter=where, snapshot_id=snapshot_id)
@@ -99,24 +158,10 @@ def plan(
                     f"table {table_name(tbl)}: has delete files, which evolog sql --iceberg does "
                     "not apply (read it with Spark or Trino)"
                 )
-            group = groups.setdefault(str(task.file.partition[0]), Group([], set()))
-            group.paths.append(_local(task.file.file_path, task.file.file_size_in_bytes))
-            # The columns a file holds, from its metadata (every leaf column has a value
-            # count): no footer is read to learn that a store's files lack a column.
-            counts = task.file.value_counts
-            if not counts or group.present is None:
-                group.present = None  # no statistics: DuckDB reads the footers instead
-            else:
-                group.present.update(column_of[i] for i in counts if i in column_of)
-        return groups, schema_to_pyarrow(projection)
-
-
-@dataclass(slots=True)
-class Group:
-    """One store's data files, and the columns they hold (None: not known)."""
-
-    paths: list[str]
-    present: set[str] | None
+            f = task.file
+            group = groups.setdefault(str(f.partition[0]), Group([], set()))
+            group.add(f.file_path, f.file_size_in_bytes, f.value_counts, column_of)
+        return groups, projection
 
 
 def _column_of(schema: Schema) -> dict[int, str]:
@@ -173,7 +218,7 @@ def _local(uri: str, size: int) -> str:
 def _events_sql(
     con: duckdb.DuckDBPyConnection,
     groups: dict[str, Group],
-    schema: pa.Schema,
+    columns: Columns,
     as_of: int | None,
     as_of_ts: int | None,
 ) -> str:
@@ -181,9 +226,7 @@ def _events_sql(
     store's files lack are typed NULLs), bounded by seq and time."""
     from evolog.projections._source import ident, sql_string
 
-    names = schema.names
-    types = con.from_arrow(schema.empty_table()).types
-    null = {n: f"NULL::{t}" for n, t in zip(names, types, strict=True)}
+    null = {n: f"NULL::{t}" for n, t in columns}
     parts = []
     for sid, group in sorted(groups.items()):
         files = ", ".join(sql_string(p) for p in group.paths)
@@ -195,11 +238,12 @@ def _events_sql(
             f"{sql_string(sid)} AS {ident(n)}"
             if n == STORE_ID
             else (ident(n) if n in present else f"{null[n]} AS {ident(n)}")
-            for n in names
+            for n, _ in columns
         ]
         parts.append(f"SELECT {', '.join(cols)} FROM {scan}")
     if not parts:
-        return f"SELECT * FROM {_empty(con, schema)}"
+        # No file: the table's columns, typed, and no row.
+        return "SELECT " + ", ".join(f"{null[n]} AS {ident(n)}" for n, _ in columns) + " LIMIT 0"
     where = []
     if as_of is not None:
         where.append(f"seq <= {int(as_of)}")
@@ -207,8 +251,3 @@ def _events_sql(
         where.append(f"ts <= make_timestamptz({int(as_of_ts)}::BIGINT)")
     body = " UNION ALL ".join(parts)
     return f"SELECT * FROM ({body})" + (f" WHERE {' AND '.join(where)}" if where else "")
-
-
-def _empty(con: duckdb.DuckDBPyConnection, schema: pa.Schema) -> str:
-    con.register("_evolog_iceberg_empty", schema.empty_table())
-    return "_evolog_iceberg_empty"
