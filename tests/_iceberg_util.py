@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from _eventlog_util import REPO
 from evolog.eventlog import Attempt, Event, EventLog, Note, Outcome, Signal, Step
 from evolog.eventlog.sealed._arrow import SCHEMA, events_to_table
 from evolog.eventlog.sealed._manifest import FileCommitter
@@ -77,3 +80,20 @@ def table_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 def sorted_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (r["store_id"], r["seq"]))
+
+
+_WITHOUT_PYICEBERG = (
+    "import sys; sys.modules['pyiceberg'] = None; sys.argv[0] = 'evolog'; "
+    "from evolog.cli._main import main; sys.exit(main())"
+)
+
+
+def blocked(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """``evolog ARGS`` in an interpreter where pyiceberg cannot be imported."""
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PYICEBERG, *args],
+        cwd=REPO,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )

@@ -9,25 +9,9 @@ import sys
 from pathlib import Path
 
 from _eventlog_util import REPO, evolog
-from _iceberg_util import add_events, interleaved_stores, replay_rows, sorted_rows
+from _iceberg_util import add_events, blocked, interleaved_stores, replay_rows, sorted_rows
 
 from evolog import Memory
-
-_WITHOUT_PYICEBERG = (
-    "import sys; sys.modules['pyiceberg'] = None; sys.argv[0] = 'evolog'; "
-    "from evolog.cli._main import main; sys.exit(main())"
-)
-
-
-def _blocked(*args: str) -> subprocess.CompletedProcess[bytes]:
-    """``evolog ARGS`` in an interpreter where pyiceberg cannot be imported."""
-    return subprocess.run(
-        [sys.executable, "-c", _WITHOUT_PYICEBERG, *args],
-        cwd=REPO,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_publish_and_query_from_the_shell(tmp_path: Path) -> None:
@@ -94,7 +78,7 @@ def test_a_missing_extra_is_a_one_line_error_naming_it(tmp_path: Path) -> None:
         ["--store", str(store), "publish", "iceberg", str(tmp_path / "wh")],
         ["sql", "--iceberg", f"{tmp_path / 'wh'}:events", "SELECT 1"],
     ):
-        done = _blocked(*args)
+        done = blocked(*args)
         err = done.stderr.decode()
         assert done.returncode == 1, err
         assert err.count("\n") == 1 and "evolog[iceberg]" in err and "pyiceberg" in err, err
@@ -115,7 +99,7 @@ def test_the_core_install_never_imports_pyiceberg(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"[]\n"
     # And a plain query of the store through the command.
-    assert _blocked("--store", str(store), "sql", "SELECT count(*) FROM events").returncode == 0
+    assert blocked("--store", str(store), "sql", "SELECT count(*) FROM events").returncode == 0
 
 
 def test_memory_publish_iceberg(tmp_path: Path) -> None:
