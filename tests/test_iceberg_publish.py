@@ -127,7 +127,11 @@ def test_time_travel_by_seq_and_time(tmp_path: Path) -> None:
     assert 0 < len(got) < len(rows)
 
 
-def test_a_segment_whose_hash_does_not_match_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", [0.5, 0.05, 0.995])
+def test_a_segment_whose_hash_does_not_match_is_refused(tmp_path: Path, where: float) -> None:
+    """One bit flipped in a page, in the middle or in the footer: the hashes are checked
+    while pyiceberg writes the snapshot; whatever the damage breaks first, the publish is
+    refused as a changed segment, nothing is committed and no manifest it wrote is left."""
     stores = interleaved_stores(tmp_path, rounds=3)
     wh = tmp_path / "wh"
     publish(stores["alpha"], str(wh), store_id="alpha")
@@ -135,13 +139,15 @@ def test_a_segment_whose_hash_does_not_match_is_refused(tmp_path: Path) -> None:
     manifest = FileCommitter(str(stores["alpha"] / "manifest.json")).load()
     newest = stores["alpha"] / "segments" / manifest.segments[-1].file
     data = bytearray(newest.read_bytes())
-    data[len(data) // 2] ^= 0x01  # same size, one bit: only the hash can tell
+    data[int(len(data) * where)] ^= 0x01  # same size, one bit: only the hash can tell
     newest.write_bytes(bytes(data))
     table_before = _catalog(wh).load_table("evolog.events").metadata_location
+    files_before = sorted(p.name for p in wh.rglob("*"))
     with pytest.raises(PublishRefusedError, match="content hash mismatch") as info:
         publish(stores["alpha"], str(wh), store_id="alpha")
     assert "\n" not in str(info.value) and newest.name in str(info.value)
     assert _catalog(wh).load_table("evolog.events").metadata_location == table_before
+    assert sorted(p.name for p in wh.rglob("*")) == files_before
 
 
 def test_another_store_under_the_same_id_is_refused(tmp_path: Path) -> None:

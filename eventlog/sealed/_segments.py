@@ -246,7 +246,7 @@ def open_segment(directory: str, info: SegmentInfo) -> pq.ParquetFile:
     try:
         pf = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True)
         rows = pf.metadata.num_rows
-        seq_range = _footer_seqs(pf.metadata)
+        seq_range = footer_seqs(pf.metadata)
     except DAMAGE as exc:
         raise CorruptLogError(f"{path}: unreadable sealed segment ({one_line(exc)})") from None
     if rows != info.rows or (
@@ -260,7 +260,7 @@ def open_segment(directory: str, info: SegmentInfo) -> pq.ParquetFile:
     return pf
 
 
-def _footer_seqs(meta: pq.FileMetaData) -> tuple[int, int] | None:
+def footer_seqs(meta: pq.FileMetaData) -> tuple[int, int] | None:
     """(min, max) seq from the row groups' statistics, or None if a group has none."""
     if meta.num_row_groups == 0:
         return None

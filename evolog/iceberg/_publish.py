@@ -12,6 +12,7 @@ new commits nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -32,7 +33,7 @@ from ._catalog import (
     table_identifier,
     table_name,
 )
-from ._datafiles import Checked, check_segments, segment_uri, to_data_file
+from ._datafiles import Checked, DataFiles, Verifier, read_footers, segment_uri
 from ._errors import IcebergInputError, PublishRefusedError
 from ._schema import STORE_ID, grow, load_or_create
 
@@ -121,38 +122,43 @@ def _publish(tbl: Table, paths: Paths, sid: str, manifest: Manifest, start: floa
     want = {segment_uri(paths.segments, s): s for s in manifest.segments}
     checked: dict[str, Checked] = {}
     name = table_name(tbl)
-    for _ in range(RETRIES):
-        present = _published(tbl, sid)
-        add = [info for uri, info in want.items() if uri not in present]
-        remove = [df for uri, df in present.items() if uri not in want]
-        _check_replaced(remove, add, sid)
-        if not add and not remove:
-            return PublishResult(
-                name, sid, None, "none", 0, 0, 0, [], manifest.sealed_seq, _since(start)
-            )
-        todo = [i for i in add if segment_uri(paths.segments, i) not in checked]
-        for seg in check_segments(paths.segments, todo):
-            checked[seg.uri] = seg
-        segs = [checked[segment_uri(paths.segments, i)] for i in add]
-        result = _commit(tbl, sid, segs, remove, manifest.sealed_seq)
-        if result is not None:
-            snapshot_id, new_columns = result
-            op = "overwrite" if remove else "append"
-            rows = sum(s.info.rows for s in segs)
-            return PublishResult(
-                name,
-                sid,
-                snapshot_id,
-                op,
-                len(segs),
-                len(remove),
-                rows,
-                new_columns,
-                manifest.sealed_seq,
-                _since(start),
-            )
-        with backend_errors(f"reloading table {name}"):
-            tbl = tbl.refresh()
+    verifier = Verifier(paths.segments)
+    try:
+        for _ in range(RETRIES):
+            present = _published(tbl, sid)
+            add = [info for uri, info in want.items() if uri not in present]
+            remove = [df for uri, df in present.items() if uri not in want]
+            _check_replaced(remove, add, sid)
+            if not add and not remove:
+                return PublishResult(
+                    name, sid, None, "none", 0, 0, 0, [], manifest.sealed_seq, _since(start)
+                )
+            todo = [i for i in add if segment_uri(paths.segments, i) not in checked]
+            for seg in read_footers(paths.segments, todo):
+                checked[seg.uri] = seg
+            segs = [checked[segment_uri(paths.segments, i)] for i in add]
+            verifier.start(segs)  # hashed while pyiceberg writes the snapshot
+            result = _commit(tbl, sid, segs, remove, manifest.sealed_seq, verifier)
+            if result is not None:
+                snapshot_id, new_columns = result
+                op = "overwrite" if remove else "append"
+                rows = sum(s.info.rows for s in segs)
+                return PublishResult(
+                    name,
+                    sid,
+                    snapshot_id,
+                    op,
+                    len(segs),
+                    len(remove),
+                    rows,
+                    new_columns,
+                    manifest.sealed_seq,
+                    _since(start),
+                )
+            with backend_errors(f"reloading table {name}"):
+                tbl = tbl.refresh()
+    finally:
+        verifier.close()
     raise PublishRefusedError(
         f"table {name}: other publishers committed first {RETRIES} times in a row; "
         "nothing published (publish again)"
@@ -204,27 +210,47 @@ def _check_replaced(remove: Sequence[DataFile], add: Sequence[SegmentInfo], sid:
 
 
 def _commit(
-    tbl: Table, sid: str, segs: Sequence[Checked], remove: Sequence[DataFile], sealed_seq: int
+    tbl: Table,
+    sid: str,
+    segs: Sequence[Checked],
+    remove: Sequence[DataFile],
+    sealed_seq: int,
+    verifier: Verifier,
 ) -> tuple[int, list[str]] | None:
-    """One snapshot adding ``segs`` and removing ``remove``; None if another writer
-    committed first (the caller reloads and starts over)."""
+    """One snapshot adding ``segs`` and removing ``remove``, committed once ``verifier``
+    has matched every segment; None if another writer committed first (the caller
+    reloads and starts over)."""
     from pyiceberg.exceptions import CommitFailedException
 
     with backend_errors(f"publishing into table {table_name(tbl)}"):
         tx = tbl.transaction()
-        new_columns = grow(tx, {s.metadata.schema.to_arrow_schema() for s in segs})
-        files = [to_data_file(tx.table_metadata, s, sid) for s in segs]
         props = {
             "evolog.store-id": sid,
             "evolog.sealed-seq": str(sealed_seq),
             "evolog.replaced-files": str(len(remove)),
         }
-        update = tx.update_snapshot(snapshot_properties=props)
-        with update.overwrite() if remove else update.fast_append() as producer:
-            for df in remove:
-                producer.delete_data_file(df)
-            for f in files:
-                producer.append_data_file(f)
+        producer = None
+        try:
+            new_columns = grow(tx, {s.metadata.schema.to_arrow_schema() for s in segs})
+            # (Transaction.table_metadata is a deep copy per access: taken once.)
+            build = DataFiles(tx.table_metadata, sid).build
+            files = [build(s) for s in segs]
+            update = tx.update_snapshot(snapshot_properties=props)
+            producer = update.overwrite() if remove else update.fast_append()
+            with producer:
+                for df in remove:
+                    producer.delete_data_file(df)
+                for f in files:
+                    producer.append_data_file(f)
+            verifier.wait(segs)
+        except Exception:
+            # A changed segment is refused as such, whatever its damage broke first.
+            try:
+                verifier.wait(segs)
+            finally:
+                if producer is not None:
+                    _discard(tbl, str(producer.commit_uuid))
+            raise
         try:
             committed = tx.commit_transaction()
         except CommitFailedException:
@@ -232,3 +258,18 @@ def _commit(
         snapshot = committed.current_snapshot()
         assert snapshot is not None
         return snapshot.snapshot_id, new_columns
+
+
+def _discard(tbl: Table, commit_uuid: str) -> None:
+    """Remove the manifests a refused publish wrote (named after its commit's uuid; no
+    snapshot references them) from a local warehouse; elsewhere they stay, unreferenced,
+    as after any failed Iceberg commit."""
+    probe = tbl.location_provider().new_metadata_location(commit_uuid)
+    if not probe.startswith("file://"):
+        return
+    directory = os.path.dirname(probe[len("file://") :])
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(directory):
+            if commit_uuid in entry:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(directory, entry))
