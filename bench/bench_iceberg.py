@@ -13,6 +13,10 @@
    as a user runs them; the iceberg side pays for importing pyiceberg and SQLAlchemy), and
    in one process (``iceberg_sql`` against ``Projections.sql``, imports done).
 
+Every figure is given as wall time and as CPU time (user + system, every thread; of the
+child for the cold commands), with the ratios of both: on a loaded machine the CPU ratio
+is the steadier one.
+
 Stores are written the fast way of bench_projections (synthetic Arrow tables sealed by the
 log's own segment writer).
 """
@@ -20,6 +24,7 @@ log's own segment writer).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,46 +59,60 @@ def bench_publish(base: Path, events: int, runs: int) -> dict[str, float]:
         cat = SqlCatalog("evolog", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}")
         load_or_create(cat, ("evolog", "events"), SCHEMA)
 
-    def ours(i: int) -> float:
+    def ours(i: int) -> tuple[float, float]:
         new_table(base / f"wh-ours-{i}")  # both start from an empty table
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
         result = publish(store, str(base / f"wh-ours-{i}"), store_id="bench")
-        took = time.perf_counter() - start
+        took = time.perf_counter() - start, _cpu(resource.RUSAGE_SELF) - cpu
         assert result.added_rows == events, result
         return took
 
-    def add_files_alone(i: int) -> float:
+    def add_files_alone(i: int) -> tuple[float, float]:
         wh = base / f"wh-base-{i}"
         new_table(wh)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
         cat = SqlCatalog("evolog", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}")
         cat.load_table("evolog.events").add_files(files)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _cpu(resource.RUSAGE_SELF) - cpu
 
-    ours(-1)  # warm the imports and the page cache for both
+    ours(-1), add_files_alone(-1)  # warm the imports and the page cache for both
     pairs = [(ours(i), add_files_alone(i)) for i in range(runs)]
-    mine = statistics.median(p[0] for p in pairs)
-    base_s = statistics.median(p[1] for p in pairs)
-    return {
-        "segments": len(files),
-        "publish_s": round(mine, 3),
-        "add_files_s": round(base_s, 3),
-        "ratio": round(mine / base_s, 3),
-    }
+    return {"segments": len(files), **_ratios(pairs, "publish", "add_files")}
 
 
-def _cold(args: list[str]) -> float:
-    start = time.perf_counter()
+def _cpu(who: int) -> float:
+    """User + system CPU seconds of this process (every thread) or of its children."""
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _ratios(
+    pairs: list[tuple[tuple[float, float], tuple[float, float]]], ours: str, theirs: str
+) -> dict[str, float]:
+    """Medians of wall and CPU seconds, and their ratios: under load (other processes on
+    the cores) the wall times wander, the CPU times much less."""
+    out = {}
+    for kind, i in (("s", 0), ("cpu_s", 1)):
+        mine = statistics.median(p[0][i] for p in pairs)
+        base = statistics.median(p[1][i] for p in pairs)
+        out[f"{ours}_{kind}"] = round(mine, 3)
+        out[f"{theirs}_{kind}"] = round(base, 3)
+        out["ratio" if kind == "s" else "cpu_ratio"] = round(mine / base, 3)
+    return out
+
+
+def _cold(args: list[str]) -> tuple[float, float]:
+    start, cpu = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(
         [sys.executable, "-m", "evolog", *args], cwd=ROOT, capture_output=True, check=False
     )
-    took = time.perf_counter() - start
+    took = time.perf_counter() - start, _cpu(resource.RUSAGE_CHILDREN) - cpu
     if proc.returncode != 0:
         raise SystemExit(f"evolog {' '.join(args)} failed: {proc.stderr.decode()}")
     return took
 
 
-def bench_query(base: Path, events: int, runs: int) -> dict[str, float]:
+def bench_query(base: Path, events: int, runs: int) -> dict[str, dict[str, float]]:
     from evolog.projections import Projections
 
     from evolog.iceberg import iceberg_sql, publish
@@ -111,26 +130,22 @@ def bench_query(base: Path, events: int, runs: int) -> dict[str, float]:
     _cold(ice), _cold(one)  # warm the page cache
     cold = [(_cold(ice), _cold(one)) for _ in range(runs)]
 
-    def warm_ice() -> float:
-        start = time.perf_counter()
+    def warm_ice() -> tuple[float, float]:
+        start, cpu = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
         iceberg_sql(target, QUERY)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _cpu(resource.RUSAGE_SELF) - cpu
 
-    def warm_one() -> float:
-        start = time.perf_counter()
+    def warm_one() -> tuple[float, float]:
+        start, cpu = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
         Projections(whole).sql(QUERY)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _cpu(resource.RUSAGE_SELF) - cpu
 
     warm_ice(), warm_one()
     warm = [(warm_ice(), warm_one()) for _ in range(runs)]
-    out = {}
-    for label, pairs in (("cold", cold), ("in_process", warm)):
-        iceberg = statistics.median(p[0] for p in pairs)
-        single = statistics.median(p[1] for p in pairs)
-        out[f"{label}_iceberg_s"] = round(iceberg, 3)
-        out[f"{label}_one_store_s"] = round(single, 3)
-        out[f"{label}_ratio"] = round(iceberg / single, 3)
-    return out
+    return {
+        "cold": _ratios(cold, "iceberg", "one_store"),
+        "in_process": _ratios(warm, "iceberg", "one_store"),
+    }
 
 
 def main() -> None:
