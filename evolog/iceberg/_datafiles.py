@@ -187,8 +187,9 @@ class DataFiles:
                 stats_columns=self._plan,
                 parquet_column_mapping=self._mapping,
             )
+            # (In the version pyiceberg reads by default, as add_files builds it: its
+            # manifest writer converts to the table's; a format-1 entry fails there.)
             return DataFile.from_args(
-                _table_format_version=meta.format_version,
                 content=DataFileContent.DATA,
                 file_path=seg.uri,
                 file_format=FileFormat.PARQUET,
