@@ -28,7 +28,9 @@ Public strategies:
   what to do after appending it (refresh the graph checkpoint one way or another, seal);
 - :func:`evolve_items`, :func:`evolve_steps`, :func:`evolve_pipelines`: staging views of
   memory items and small deterministic evolution strategies (:class:`ToyStep`) composed
-  with ``>>`` and ``|``, for the pipeline algebra.
+  with ``>>`` and ``|``, for the pipeline algebra;
+- :func:`avro_records`: records of every Avro type the Iceberg manifest reader decodes
+  (long, nullable string, boolean, double, fixed, array, map, enum, a named type reused).
 
 ``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
 seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
@@ -591,4 +593,21 @@ def evolve_pipelines(max_leaves: int = 6, failing: bool = False) -> st.SearchStr
             st.tuples(inner, inner).map(lambda p: p[0] | p[1]),
         ),
         max_leaves=max_leaves,
+    )
+
+
+def avro_records() -> st.SearchStrategy[dict[str, Any]]:
+    """Records of tests/test_iceberg_avro.py's schema (field by field, in its order)."""
+    return st.fixed_dictionaries(
+        {
+            "n": INT64,
+            "name": st.none() | st.text(max_size=8),
+            "ok": st.booleans(),
+            "x": st.floats(allow_nan=False),
+            "raw": st.binary(min_size=4, max_size=4),
+            "tags": st.lists(st.text(max_size=5), max_size=4),
+            "props": st.dictionaries(st.text(max_size=4), st.binary(max_size=6), max_size=3),
+            "kind": st.sampled_from(["A", "B"]),
+            "same": st.none() | st.binary(min_size=4, max_size=4),
+        }
     )

@@ -94,9 +94,8 @@ def plan_files(
 ) -> Plan:
     """The live data files of the snapshot (the current one by default) of table ``name``
     that may hold rows with ``column <= value`` for every item of ``bounds``."""
-    meta = json.loads(_read(location))
     try:
-        return _plan(meta, name, snapshot_id, bounds, partition)
+        return _plan(json.loads(_read(location)), name, snapshot_id, bounds, partition)
     except (KeyError, TypeError, ValueError, AttributeError, StopIteration) as exc:
         raise Unsupported(f"{location}: {exc!r}") from None
 
