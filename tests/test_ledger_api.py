@@ -6,6 +6,8 @@ import json
 import math
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +243,22 @@ def test_tick_cadences(tmp_path: Path) -> None:
     by_day = ledger(log, config={"tick_every_us": day, "explicit_ticks": False})
     assert by_day.tick == 2  # (T0 is midnight UTC) two day boundaries before the last one
     assert by_day.entry("m").last_used_tick == 2  # type: ignore[union-attr]
+
+
+def test_a_checkpoint_at_the_head_answers_deaths_without_the_rules(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    log = store_of(tmp_path / "s", random_events(rng, 300))
+    first = deaths(log)  # writes the checkpoint at the head
+    cache = LedgerCache(log, LedgerConfig())
+    assert first and cache.dead_at_head() == first == deaths(log, cache=False)
+    code = (
+        "import sys\nfrom evolog.eventlog import EventLog\nfrom evolog.projections import deaths\n"
+        "with EventLog(sys.argv[1]) as log:\n    print(len(deaths(log)), 'numpy' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "s")], capture_output=True, text=True
+    )
+    assert out.stdout.split() == [str(len(first)), "False"], out.stderr
+    log.append_many(random_events(rng, 5))
+    assert cache.dead_at_head() is None  # behind the head: the rules apply what is new
+    assert deaths(log) == deaths(log, cache=False)

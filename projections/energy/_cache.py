@@ -16,16 +16,17 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from evolog.eventlog import AnyEvent, Snapshot
 
-from ._checkpoint import FORMAT, Checkpoint, Mark, dump, restore
 from ._config import LedgerConfig, config_from
-from ._follow import LedgerFollower
+from ._cpfile import CAUSES, FORMAT, Checkpoint, Mark
 from ._snap import snapshot_of
-from .rules._state import CAUSES
+
+if TYPE_CHECKING:
+    from ._follow import LedgerFollower
 
 #: Rewrite the checkpoint after this many new events (or a tenth of the log, if more).
 REWRITE_AFTER = 10_000
@@ -62,7 +63,12 @@ def deaths(
 
         rules, _ = replay_ledger(source, as_of, config=cfg)
     else:
-        rules = LedgerCache(source, cfg).follower().rules
+        ledger = LedgerCache(source, cfg)
+        # A checkpoint at the head answers without the rules (numpy): a cold route's case.
+        dead = ledger.dead_at_head()
+        if dead is not None:
+            return dead
+        rules = ledger.follower().rules
     st = rules.state
     return {st.ids[i]: str(CAUSES[int(st.cols["cause"][i])]) for i in st.graveyard}
 
@@ -78,8 +84,24 @@ class LedgerCache:
         self.name = config.fingerprint()
         self.path = os.path.join(self.dir, f"{self.name}.msgpack")
 
+    def dead_at_head(self) -> dict[str, str] | None:
+        """:func:`deaths` read straight from a valid checkpoint at the head of the log (what
+        :meth:`follower` would restore and apply nothing to), or None."""
+        with snapshot_of(self.source) as snap:
+            found = self._checkpoint(snap)
+            head = snap.head_seq
+        if found is None or found[0].applied != head:
+            return None
+        cp = found[0]
+        cause = cp.columns.get("cause", b"")
+        if len(cause) != len(cp.ids) or not all(0 <= i < len(cp.ids) for i in cp.graveyard):
+            return None  # malformed: the full path rebuilds it
+        return {cp.ids[i]: str(CAUSES[cause[i]]) for i in cp.graveyard}
+
     def follower(self) -> LedgerFollower:
         """The rules at the head of the log (checkpoint advanced, or a rebuild)."""
+        from ._follow import LedgerFollower
+
         with snapshot_of(self.source) as snap:
             head = snap.head_seq
             loaded = self._load(snap)
@@ -100,7 +122,8 @@ class LedgerCache:
             self._save(follower, (mark_at(snap, 1, None), mark_at(snap, head, None)))
         return follower
 
-    def _load(self, snap: Snapshot) -> tuple[LedgerFollower, tuple[Mark, Mark]] | None:
+    def _checkpoint(self, snap: Snapshot) -> tuple[Checkpoint, tuple[Mark, Mark]] | None:
+        """The checkpoint file, if it is of this format, config and log, with its marks."""
         try:
             with open(self.path, "rb") as f:
                 cp = msgspec.msgpack.decode(f.read(), type=Checkpoint)
@@ -111,8 +134,17 @@ class LedgerCache:
         first, last = mark_at(snap, 1, cp.first), mark_at(snap, cp.applied, cp.last)
         if (first.id, last.id) != (cp.first.id, cp.last.id):
             return None  # another log now lives at this path
+        return cp, (first, last)
+
+    def _load(self, snap: Snapshot) -> tuple[LedgerFollower, tuple[Mark, Mark]] | None:
+        from ._checkpoint import restore
+
+        found = self._checkpoint(snap)
+        if found is None:
+            return None
+        cp, marks = found
         follower = restore(cp, self.config, self._keys_loader(cp.keys_file))
-        return None if follower is None else (follower, (first, last))
+        return None if follower is None else (follower, marks)
 
     def _keys_loader(self, name: str) -> Callable[[], set[str]]:
         def load() -> set[str]:
@@ -122,6 +154,8 @@ class LedgerCache:
         return load
 
     def _save(self, follower: LedgerFollower, marks: tuple[Mark, Mark]) -> None:
+        from ._checkpoint import dump
+
         keys_file = f"{self.name}-{follower.seq}-{os.getpid()}.keys"
         cp, keys = dump(follower, self.config, marks, keys_file)
         # A cache that cannot be written is only a slower next call.

@@ -12,47 +12,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from ._config import LedgerConfig
+from ._cpfile import FORMAT, Checkpoint, Mark
 from ._follow import LedgerFollower
 from .rules._rules import LedgerRules
 from .rules._state import COLUMNS, Counters, State, Ticket
-
-FORMAT = 3  # 3: the "earned" column; tickets fixed at the decision
-
-
-class Mark(msgspec.Struct, frozen=True):
-    """The id of the event at a seq, and the segment file that holds it ("" = the WAL)."""
-
-    seq: int
-    id: str
-    file: str
-
-
-class Checkpoint(msgspec.Struct, kw_only=True):
-    """The serialised rules state plus what identifies the log and config it belongs to."""
-
-    format: int
-    config: str
-    applied: int
-    first: Mark
-    last: Mark
-    tick: int
-    period: int | None
-    outcomes: int
-    born: int
-    ids: list[str]
-    columns: dict[str, bytes]
-    graveyard: list[int]
-    pending: list[tuple[str, int, list[int], list[int], list[int]]]
-    settled_hashes: bytes
-    keys_file: str
-    lineage: list[tuple[int, list[str]]]
-    merged_into: list[tuple[int, str]]
-    counters: list[int]
 
 
 def key_hash(key: str) -> int:

@@ -14,8 +14,9 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from .._cpfile import CAUSES as CAUSES  # defined with the file that stores the column
+
 UNBORN, ALIVE, DEAD = 0, 1, 2
-CAUSES = (None, "executed", "starved", "merged", "forgotten")
 EXECUTED, STARVED, MERGED, FORGOTTEN = 1, 2, 3, 4
 
 #: (name, dtype, initial value) of every per-entry column.
