@@ -26,8 +26,9 @@ def library_files() -> dict[str, Path]:
     return found
 
 
-#: The C extension: a module with no Python source (built from eventlog/_native.c).
-EXTENSIONS = frozenset({"evolog.eventlog._native"})
+#: The C extensions: modules with no Python source (built from eventlog/_native.c and
+#: projections/graph/_kernels.c).
+EXTENSIONS = frozenset({"evolog.eventlog._native", "evolog.projections.graph._kernels"})
 
 
 def _type_checking_lines(tree: ast.Module) -> set[int]:

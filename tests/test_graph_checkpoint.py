@@ -3,6 +3,7 @@ answer, and a damaged or half-written checkpoint is rebuilt, never trusted."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
@@ -24,7 +25,9 @@ from evolog.eventlog import (
     Merge,
     Node,
     Outcome,
+    Prune,
 )
+from evolog.projections.graph import _lean
 from evolog.projections.graph._cache import GraphCache, cached_memgraph, graph_views
 from evolog.projections.graph._embed import HashingEmbedder
 from evolog.projections.graph._memgraph import MemGraph, load_memgraph
@@ -303,3 +306,33 @@ def test_a_cold_route_on_an_up_to_date_checkpoint_imports_only_what_it_needs(
     )
     out = subprocess.run([sys.executable, "-c", code, *route[3:]], capture_output=True, text=True)
     assert out.stderr.strip().splitlines()[-1] == "[]"
+
+
+def _written(views: GraphViews, path: Path, *, live_only: bool = True) -> bytes:
+    with open(path, "wb") as out:
+        assert views.write_document(out, live_only=live_only)
+    return path.read_bytes()
+
+
+@pytest.mark.skipif(_lean.kernels is None, reason="the C kernels are not built")
+def test_the_document_written_from_the_mapping_is_the_printed_one(tmp_path: Path) -> None:
+    with _small_store(tmp_path / "s") as log:
+        log.append(Prune(cycle="c1", node="b", reason="stale"))
+        views = graph_views(log)
+        assert _written(views, tmp_path / "live") == _document(views, all_nodes=False)
+        assert _written(views, tmp_path / "all", live_only=False) == _document(views)
+        assert _written(views, tmp_path / "all", live_only=False) == _expected_document(
+            load_memgraph(log)
+        )
+        # A view damaged under the mapping is repaired before anything is written.
+        path = Path(log.paths.cache) / "graph" / f"views-{views.generation}.bin"
+        data = bytearray(path.read_bytes())
+        data[5] ^= 0x01
+        views._data = memoryview(bytes(data))
+        repaired = _written(views, tmp_path / "repaired", live_only=False)
+        assert repaired == _expected_document(load_memgraph(log))
+    with EventLog(tmp_path / "empty", create=True) as log:
+        empty = graph_views(log)
+        assert _written(empty, tmp_path / "empty.json") == b"".join(graph_document([], 0, 0))
+    # Without a file descriptor nothing is written: the caller prints the views itself.
+    assert not views.write_document(io.BytesIO())

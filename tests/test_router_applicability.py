@@ -150,7 +150,7 @@ def test_the_null_sample_is_cached_beside_the_index(tmp_path: Path) -> None:
     emb = _Counting()
     first = NullSample(emb, cache=str(tmp_path))
     assert emb.texts == len(first.texts)
-    (cached,) = tmp_path.glob("null-hashing-1024-*.npy")
+    (cached,) = tmp_path.glob("null-hashing-1024-*.f32")
     again = NullSample(emb, cache=str(tmp_path))
     assert emb.texts == len(first.texts)  # loaded, not embedded again
     assert np.array_equal(again.vectors, first.vectors)
@@ -158,7 +158,7 @@ def test_the_null_sample_is_cached_beside_the_index(tmp_path: Path) -> None:
     repaired = NullSample(emb, cache=str(tmp_path))
     assert emb.texts == 2 * len(first.texts) and np.array_equal(repaired.vectors, first.vectors)
     other = NullSample(emb, ("one generic task",), cache=str(tmp_path))  # other texts, other file
-    assert other.vectors.shape == (1, emb.dim) and len(list(tmp_path.glob("null-*.npy"))) == 2
+    assert other.vectors.shape == (1, emb.dim) and len(list(tmp_path.glob("null-*.f32"))) == 2
 
 
 def test_applicability_is_one_call_for_recall() -> None:

@@ -27,14 +27,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import struct
 import threading
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import msgspec
-import numpy as np
 from evolog.projections.graph._embed import Embedder
+from evolog.projections.graph._lean import Rows, embed_rows, floats
 
 from ._background import BACKGROUND_TASKS
 
@@ -88,7 +90,9 @@ class NullSample:
     """The background tasks embedded once (per process) with one embedder.
 
     With a ``cache`` directory the vectors are kept there (keyed by the embedder's name and
-    a digest of the texts), so a cold process loads them instead of embedding ~160 texts.
+    a digest of the texts), so a cold process loads them instead of embedding ~160 texts:
+    raw float32 rows after a header with their count, dimension and CRC-32, read without
+    numpy (:mod:`evolog.projections.graph._lean`).
     """
 
     def __init__(
@@ -98,52 +102,70 @@ class NullSample:
         cache: str | None = None,
     ) -> None:
         self.texts = texts
+        self.dim = embedder.dim
         path = _cache_path(cache, embedder, texts) if cache is not None else None
-        vectors = _load(path, (len(texts), embedder.dim)) if path is not None else None
-        if vectors is None:
-            vectors = np.ascontiguousarray(embedder.embed(list(texts)), dtype=np.float32)
+        data = _load(path, len(texts), embedder.dim) if path is not None else None
+        if data is None:
+            data = embed_rows(embedder, list(texts)).data.tobytes()
             if path is not None:
                 # A cache: a failure to write it costs the next cold process ~30 ms, no more.
+                header = _HEADER.pack(_MAGIC, len(texts), embedder.dim, zlib.crc32(data))
                 with contextlib.suppress(OSError):
                     os.makedirs(os.path.dirname(path), exist_ok=True)
-                    np.save(path + ".tmp.npy", vectors)
-                    os.replace(path + ".tmp.npy", path)
-        self.vectors = vectors
+                    with open(path + ".tmp", "wb") as f:
+                        f.write(header + data)
+                    os.replace(path + ".tmp", path)
+        self.rows = Rows(data, embedder.dim)
 
-    def nearest(
-        self, vector: np.ndarray, node: np.ndarray | None = None, radius: float = 2.0
-    ) -> tuple[float, str]:
+    @property
+    def vectors(self) -> Any:
+        """The sample's vectors as an ``(n, dim)`` float32 numpy array."""
+        return self.rows.array()
+
+    def nearest(self, vector: Any, node: Any = None, radius: float = 2.0) -> tuple[float, str]:
         """The best similarity of ``vector`` to a background task, and that task.
 
-        With ``node`` (the node's text vectors, one per row), background tasks within
-        ``radius`` of any of them are about the node and left out.
+        With ``node`` (the node's text vectors, one per row, as :class:`Rows` or an array),
+        background tasks within ``radius`` of any of them are about the node and left out.
         """
-        if not len(self.texts) or not np.any(vector):
+        query = floats(vector)
+        if not len(self.texts) or not any(query):
             return 0.0, ""
-        scores = self.vectors @ np.asarray(vector, dtype=np.float32)
-        if node is not None and len(node):
-            near = (self.vectors @ np.asarray(node, dtype=np.float32).T).max(axis=1)
-            scores = np.where(near < radius, scores, -2.0)
-        best = int(np.argmax(scores))
+        scores = self.rows.dots(query)
+        own = node if isinstance(node, Rows) or node is None else Rows(node, self.dim)
+        if own is not None and len(own):
+            near = [-2.0] * len(scores)
+            for j in range(len(own)):
+                near = list(map(max, near, self.rows.dots(own.row(j))))
+            scores = [s if m < radius else -2.0 for s, m in zip(scores, near, strict=True)]
+        best = max(range(len(scores)), key=scores.__getitem__)  # the first best, as argmax
         if scores[best] <= -2.0:
             return 0.0, ""
-        return float(scores[best]), self.texts[best]
+        return scores[best], self.texts[best]
+
+
+_MAGIC: Final = b"EVNULL1\0"
+_HEADER: Final = struct.Struct("<8sQQI")  # magic, rows, dim, CRC-32 of the data
 
 
 def _cache_path(directory: str, embedder: Embedder, texts: tuple[str, ...]) -> str:
     digest = hashlib.blake2b("\n".join(texts).encode(), digest_size=8).hexdigest()
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in embedder.name)
-    return os.path.join(directory, f"null-{safe}-{digest}.npy")
+    return os.path.join(directory, f"null-{safe}-{digest}.f32")
 
 
-def _load(path: str, shape: tuple[int, int]) -> np.ndarray | None:
+def _load(path: str, rows: int, dim: int) -> bytes | None:
     try:
-        vectors = np.load(path, allow_pickle=False)
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
         return None
-    if vectors.shape != shape or vectors.dtype != np.float32:
+    if len(raw) != _HEADER.size + 4 * rows * dim:
         return None
-    return np.ascontiguousarray(vectors)
+    data = raw[_HEADER.size :]
+    if _HEADER.unpack_from(raw) != (_MAGIC, rows, dim, zlib.crc32(data)):
+        return None
+    return data
 
 
 _SAMPLES: dict[str, NullSample] = {}
@@ -162,19 +184,22 @@ def null_sample(embedder: Embedder, cache: str | None = None) -> NullSample:
 
 def null_for(
     embedder: Embedder,
-    task: np.ndarray,
-    node: np.ndarray,
+    task: Any,
+    node: Any,
     rule: ApplicabilityRule,
     cache: str | None = None,
 ) -> tuple[float, str]:
-    """The task's null for one node: its nearest generic task not about that node."""
+    """The task's null for one node: its nearest generic task not about that node.
+
+    ``task`` is a float32 vector and ``node`` the node's text vectors (:class:`Rows` or an
+    ``(n, dim)`` array), as :meth:`NullSample.nearest` takes them."""
     return null_sample(embedder, cache).nearest(task, node, rule.topic_radius)
 
 
 def applicability(
     embedder: Embedder,
-    task: np.ndarray,
-    node: np.ndarray,
+    task: Any,
+    node: Any,
     similarity: float | None = None,
     *,
     rule: ApplicabilityRule | None = None,
@@ -186,10 +211,10 @@ def applicability(
     best cosine of ``task`` to a row of ``node``; ``rule`` to the embedder's calibrated one.
     """
     rule = rule or rule_for(embedder.name)
-    node = np.atleast_2d(np.asarray(node, dtype=np.float32))
+    rows = node if isinstance(node, Rows) else Rows(node, embedder.dim)
     if similarity is None:
-        similarity = float(np.max(node @ np.asarray(task, dtype=np.float32))) if len(node) else 0.0
-    return judge(similarity, null_for(embedder, task, node, rule, cache), rule)
+        similarity = max(rows.dots(task), default=0.0)
+    return judge(similarity, null_for(embedder, task, rows, rule, cache), rule)
 
 
 def judge(

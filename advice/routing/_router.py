@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from typing import Final
 
 import msgspec
-import numpy as np
 from evolog.eventlog import EventLog
 from evolog.projections.graph._cache import graph_views
 from evolog.projections.graph._embed import Embedder, get_embedder
+from evolog.projections.graph._lean import Rows, embed_rows
 from evolog.projections.graph._types import ConstraintView
 from evolog.projections.graph._vectors import VectorIndex, node_texts, sync_to_views
 from evolog.projections.graph._views import GraphReader
@@ -172,7 +172,7 @@ class Router:
             self.min_similarity, _pick(self.config.min_margin, rule.min_margin)
         )
         self._nulls: dict[str, tuple[float, str]] = {}
-        self._node_vectors: dict[str, np.ndarray] = {}
+        self._node_vectors: dict[str, Rows] = {}
 
     @classmethod
     def from_log(
@@ -193,7 +193,9 @@ class Router:
         dead = {} if include_dead else deaths(log)
         graph = graph_views(log)
         index = VectorIndex.open(embedder or get_embedder(), log.paths.cache)
-        if sync_to_views(index, graph):
+        # Saved also when only the rows file is missing (a cache of an earlier version), so
+        # that later cold routes search without numpy.
+        if sync_to_views(index, graph) or index.wants_rows():
             # The index is a cache: routing works from memory even if it cannot be saved.
             with contextlib.suppress(Exception):
                 index.save()
@@ -225,12 +227,12 @@ class Router:
             )
         return self._zero_shot(candidates, "no memory node qualifies")
 
-    def _embed(self, task: str) -> np.ndarray:
+    def _embed(self, task: str) -> memoryview:
         if not isinstance(task, str) or not task.strip():
             raise InvalidTaskError(f"task: expected non-blank text; got {task!r}")
-        return self.index.vector_of(task)
+        return embed_rows(self.index.embedder, [task]).row(0)
 
-    def _candidates(self, vector: np.ndarray) -> list[EntryPoint]:
+    def _candidates(self, vector: memoryview) -> list[EntryPoint]:
         hits = self.index.search(vector, self.config.top_k)
         self._last_hits = [node for node, _ in hits]
         scored = [self.score(node, sim) for node, sim in hits if self._live(node)]
@@ -247,7 +249,7 @@ class Router:
         return node is not None and node.live and node_id not in self.dead
 
     def _nearest_generic(
-        self, vector: np.ndarray, candidates: list[EntryPoint]
+        self, vector: memoryview, candidates: list[EntryPoint]
     ) -> dict[str, tuple[float, str]]:
         # Only candidates past the floor need a null; their text vectors are cached.
         nulls = {}
@@ -262,12 +264,12 @@ class Router:
                 )
         return nulls
 
-    def _vectors_of(self, node_id: str) -> np.ndarray:
+    def _vectors_of(self, node_id: str) -> Rows:
         vectors = self._node_vectors.get(node_id)
         if vectors is None:
             node = self.graph.node(node_id)
             texts = node_texts(node) if node is not None else ()
-            vectors = self.index.embedder.embed(list(texts))
+            vectors = embed_rows(self.index.embedder, list(texts))
             self._node_vectors[node_id] = vectors
         return vectors
 
@@ -304,14 +306,14 @@ class Router:
         return RouteDecision(RouterPath.ZERO_SHOT, why, top, None, tuple(candidates))
 
     def _check_drift(
-        self, vector: np.ndarray, candidates: list[EntryPoint], current: str
+        self, vector: memoryview, candidates: list[EntryPoint], current: str
     ) -> RouteDecision:
         node_id = self.graph.resolve(current)
         node = self.graph.node(node_id) if node_id is not None else None
         if node_id is None or node is None:
             raise InvalidTaskError(f"current: expected a node of the memory graph; got {current!r}")
         texts = node_texts(node)
-        similarity = float(np.max(self.index.embedder.embed(texts) @ vector)) if texts else 0.0
+        similarity = max(embed_rows(self.index.embedder, texts).dots(vector), default=0.0)
         here = self.score(node_id, similarity)
         if similarity >= self.anomaly_threshold:
             why = f"still on {node_id}: similarity {similarity:.3f} >= {self.anomaly_threshold:.2f}"

@@ -264,6 +264,8 @@ def _cmd_graph(args: Any) -> int:
             raise _InputError(f"--node: expected a node of the memory graph; got {args.node!r}")
         ids = [args.node] if args.node == resolved else [args.node, resolved]
         views = [graph.view(row) for row in map(graph.row, ids) if row is not None]
+    elif graph.write_document(sys.stdout.buffer, live_only=not args.all):
+        return 0  # written straight from the checkpoint's mapping
     else:
         views = graph.views(live_only=not args.all)
     # The views are stored as printed: the output is their concatenation.

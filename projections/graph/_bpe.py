@@ -9,16 +9,28 @@ lowest merge rank is merged, leftmost first, until none is left. :meth:`Bpe.enco
 ``tokenizers`` library's ids (tests/test_embed.py checks it on arbitrary text); a text it
 does not model (one holding a special token such as ``<s>``) returns None, and the caller
 uses the library.
+
+Decoding the JSON file and building its two 32000-entry dicts is most of a cold route's
+tokenizer cost, and a route looks up a few hundred pairs. :meth:`Bpe.cached` therefore keeps
+both maps in one binary file under the store's cache (:class:`Table`: an open-addressed hash
+table read through ``mmap``), written on first use and checked against the JSON file's size
+and modification time; nothing is decoded up front.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Mapping
 from typing import Final
 
 import msgspec
 
-__all__ = ["Bpe"]
+__all__ = ["Bpe", "Table"]
 
 
 class _Model(msgspec.Struct):
@@ -54,13 +66,94 @@ _NORMALIZER: Final = {
 }
 
 
+_MAGIC: Final = b"EVBPE01\0"
+_HEADER: Final = struct.Struct("<8sQqQQQQ")  # magic, source size, mtime_ns, body crc, 3 sizes
+
+
+class Table:
+    """A read-only ``str -> int`` map in a buffer: ``slots`` pairs of (key offset + 1, value),
+    probed linearly from ``crc32(key) & (slots - 1)``; a key is a 2-byte length and UTF-8.
+    """
+
+    __slots__ = ("_data", "_mask", "_slots", "_start")
+
+    def __init__(self, data: memoryview, start: int, slots: int) -> None:
+        self._data, self._start, self._slots, self._mask = data, start, slots, slots - 1
+
+    @staticmethod
+    def encode(items: Mapping[str, int]) -> bytes:
+        slots = 1 << max(3, (2 * len(items)).bit_length())  # at most half full
+        table = [(0, 0)] * slots
+        blob = bytearray()
+        for key, value in items.items():
+            raw = key.encode("utf-8", "surrogatepass")
+            i = zlib.crc32(raw) & (slots - 1)
+            while table[i][0]:
+                i = (i + 1) & (slots - 1)
+            table[i] = (len(blob) + 1, value)
+            blob += struct.pack("<H", len(raw)) + raw
+        packed = struct.pack(f"<Q{2 * slots}I", slots, *(x for pair in table for x in pair))
+        return packed + bytes(blob)
+
+    def get(self, key: str, default: int | None = None) -> int | None:
+        raw = key.encode("utf-8", "surrogatepass")
+        data, start, mask = self._data, self._start, self._mask
+        blob = start + 8 + 8 * self._slots
+        i = zlib.crc32(raw) & mask
+        for _ in range(self._slots):
+            offset, value = struct.unpack_from("<II", data, start + 8 + 8 * i)
+            if not offset:
+                return default
+            at = blob + offset - 1
+            (size,) = struct.unpack_from("<H", data, at)
+            if size == len(raw) and data[at + 2 : at + 2 + size] == raw:
+                return value  # type: ignore[no-any-return]
+            i = (i + 1) & mask
+        return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+
 class Bpe:
     """Vocabulary and merge ranks of one tokenizer file; see the module docstring."""
 
-    def __init__(self, vocab: dict[str, int], ranks: dict[str, int], specials: list[str]) -> None:
+    def __init__(
+        self,
+        vocab: dict[str, int] | Table,
+        ranks: dict[str, int] | Table,
+        specials: list[str],
+    ) -> None:
         self.vocab = vocab
         self.ranks = ranks
         self.specials = specials
+
+    @classmethod
+    def cached(cls, path: str, cache: str) -> Bpe | None:
+        """The tokenizer of ``path`` from its binary form in ``cache`` (written on first use;
+        one that does not match the file is written again)."""
+        st = os.stat(path)
+        name = f"bpe-{zlib.crc32(os.path.abspath(path).encode()):08x}.bin"
+        target = os.path.join(cache, name)
+        found = _open_cached(target, st)
+        if found is not None:
+            return found
+        bpe = cls.load(path)
+        if bpe is None or isinstance(bpe.vocab, Table) or isinstance(bpe.ranks, Table):
+            return bpe
+        vocab, ranks = Table.encode(bpe.vocab), Table.encode(bpe.ranks)
+        specials = msgspec.msgpack.encode(bpe.specials)
+        body = vocab + ranks + specials
+        header = _HEADER.pack(_MAGIC, st.st_size, st.st_mtime_ns, zlib.crc32(body), len(vocab),
+                              len(ranks), len(specials))  # fmt: skip
+        # A cache: if it cannot be written, the next cold process decodes the JSON again.
+        with contextlib.suppress(OSError):
+            os.makedirs(cache, exist_ok=True)
+            tmp = f"{target}.{os.getpid()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(header + body)
+            os.replace(tmp, target)
+        return bpe
 
     @classmethod
     def load(cls, path: str) -> Bpe | None:
@@ -147,3 +240,31 @@ class Bpe:
                 if r is not None:
                     heapq.heappush(heap, (r, i, symbols[i], symbols[q]))
         return [s for s, keep in zip(symbols, alive, strict=True) if keep]
+
+
+def _open_cached(path: str, st: os.stat_result) -> Bpe | None:
+    try:
+        with open(path, "rb") as f:
+            data = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        return None
+    if len(data) < _HEADER.size:
+        return None
+    magic, size, mtime, crc, vocab, ranks, specials = _HEADER.unpack_from(data)
+    start = _HEADER.size
+    if (magic, size, mtime) != (_MAGIC, st.st_size, st.st_mtime_ns):
+        return None
+    # Checked whole (about a millisecond): a damaged cache must not give other ids.
+    if len(data) != start + vocab + ranks + specials or zlib.crc32(data[start:]) != crc:
+        return None
+    try:
+        names = msgspec.msgpack.decode(data[start + vocab + ranks :], type=list[str])
+        tables = []
+        for begin in (start, start + vocab):
+            (slots,) = struct.unpack_from("<Q", data, begin)
+            if slots & (slots - 1) or 8 + 8 * slots > len(data) - begin:
+                return None
+            tables.append(Table(data, begin, slots))
+    except (msgspec.DecodeError, struct.error):
+        return None
+    return Bpe(tables[0], tables[1], names)

@@ -29,7 +29,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Final
 
 import msgspec
-import numpy as np
 from evolog.eventlog import (
     AnyEvent,
     ChildStep,
@@ -186,6 +185,8 @@ class GraphCache:
         ids = list(graph._nodes)
         rows = {node: i for i, node in enumerate(ids)}
         chunks: list[bytes | memoryview] = []
+        import numpy as np  # only to write: a cold reader never needs it
+
         offsets = np.zeros(len(ids) + 1, "<i8")
         crcs = np.zeros(len(ids), "<u4")
         parents = np.full(len(ids), -1, "<i4")

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any, Final, Generic, TypeVar
@@ -183,6 +181,8 @@ def state_of(graph: MemGraph) -> StateFile:
 
 def new_generation() -> str:
     """A fresh generation token (names the files of one write)."""
+    import secrets  # only to write (as tempfile below): a cold reader imports neither
+
     return secrets.token_hex(8)
 
 
@@ -230,6 +230,8 @@ def read_index(directory: str, head: Head) -> IndexFile:
 
 def write_atomic(directory: str, name: str, chunks: Iterable[bytes | memoryview]) -> None:
     """Write a file under a temporary name, then rename it into place."""
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix="-" + name)
     try:
         with os.fdopen(fd, "wb") as f:

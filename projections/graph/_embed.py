@@ -21,12 +21,16 @@ import re
 import threading
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Protocol, runtime_checkable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias, runtime_checkable
 
 from .._errors import EngineError, InvalidParameterError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+# A string alias: numpy is imported where vectors are computed, not to name their type.
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -37,8 +41,6 @@ __all__ = [
     "get_embedder",
     "register_embedder",
 ]
-
-Vectors = npt.NDArray[np.float32]
 
 
 @runtime_checkable
@@ -77,6 +79,8 @@ def _stem(word: str) -> str:
 
 
 def _normalise(matrix: Vectors) -> Vectors:
+    import numpy as np
+
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
     return matrix
@@ -114,6 +118,8 @@ class HashingEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Hash every text's features into a unit vector."""
+        import numpy as np
+
         matrix = np.zeros((len(texts), self._dim), dtype=np.float32)
         mask = self._dim - 1
         for row, text in enumerate(texts):
@@ -133,7 +139,10 @@ class WordLlamaEmbedder:
         self._dim = dim
         self.name = f"wordllama-l2-{dim}"
         self._model: Any = None
+        self._lean: Any = None
         self._lock = threading.Lock()
+        self.cache: str | None = None
+        """A directory for the tokenizer's binary form (:meth:`cache_in`); None: no lean path."""
 
     @property
     def dim(self) -> int:
@@ -154,8 +163,34 @@ class WordLlamaEmbedder:
                     ) from None
             return self._model
 
+    def cache_in(self, directory: str) -> None:
+        """Keep the tokenizer's binary form in ``directory`` (a store's cache) unless a
+        directory was given already; enables :meth:`embed_lean`."""
+        if self.cache is None:
+            self.cache = directory
+
+    def embed_lean(self, texts: Sequence[str]) -> bytes | None:
+        """:meth:`embed` without numpy, as float32 rows back to back (bit-identical), or None
+        where the lean path does not apply (no cache directory, kernels not built, a text the
+        Python tokenizer leaves to the library): the caller then calls :meth:`embed`."""
+        from ._lean import kernels
+
+        if self.cache is None or kernels is None:
+            return None
+        with self._lock:
+            if self._lean is None:
+                try:
+                    from ._wordllama import lean_packaged
+
+                    self._lean = lean_packaged(self._dim, self.cache, kernels) or False
+                except Exception:  # the numpy path reports what is wrong with the files
+                    self._lean = False
+        return self._lean.embed(texts) if self._lean else None
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed with the model, then L2-normalise (empty texts give zero rows)."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
         model = self._load()

@@ -8,48 +8,43 @@ ranked by their best-matching vector (cosine similarity).
 The index is a cache: :meth:`VectorIndex.sync` brings it to a wanted ``node -> texts``
 mapping by adding and removing only the differences; :meth:`VectorIndex.save` writes it under
 ``<store>/cache/`` keyed by the embedder's name; a missing, foreign or damaged cache file is
-simply rebuilt. Small indexes are searched exactly; large ones through the HNSW graph.
-An opened cache stays memory-mapped, its texts undecoded, until something changes it, and
-it records the graph checkpoint generation it was synced to (:func:`sync_to_views`), so
-a cold route neither reads it in full nor compares every node's texts.
+simply rebuilt. An opened cache stays memory-mapped, its texts undecoded, until something
+changes it, and it records the graph checkpoint generation it was synced to
+(:func:`sync_to_views`), so a cold route neither reads it in full nor compares every node's
+texts.
+
+Search: an index opened with its saved float16 rows (:mod:`._vecfiles`), or just saved, is
+searched exhaustively over them by a C kernel (:mod:`._lean`), without numpy or usearch
+(exact, deterministic, and what makes a cold route cheap); otherwise through usearch, small
+indexes exhaustively and large ones through the HNSW graph.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import mmap
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-import numpy as np
 
 from .._errors import EngineError, InvalidParameterError
-from ._embed import Embedder, Vectors
-from ._staged import Staged
-from ._types import StrategyNode
+from . import _vecfiles as files
+from ._embed import Embedder
+from ._lean import floats, kernels
+from ._types import MAX_TEXTS_PER_NODE, node_texts
 from ._views import GraphReader, GraphViews
+
+if TYPE_CHECKING:
+    from ._embed import Vectors
+    from ._staged import Staged
 
 __all__ = ["MAX_TEXTS_PER_NODE", "VectorIndex", "node_texts", "sync_to_views", "wanted_texts"]
 
-MAX_TEXTS_PER_NODE: Final = 16
-_FORMAT: Final = 2  # 2: key map as arrays, texts decoded lazily
 EXACT_BELOW: Final = 4096
 """Indexes with fewer vectors are searched exhaustively (exact and, that small, faster)."""
-
-
-def node_texts(node: StrategyNode) -> tuple[str, ...]:
-    """The texts a node is found by: its goal with its summary, then each trigger goal.
-
-    The goal-with-summary text lets a task that names the method (not just the problem)
-    find the node; on the routing set it lifted right-node routing from 89 % to 94 %.
-    """
-    goals = dict.fromkeys(t.strip() for t in (node.goal, *node.trigger_goals) if t.strip())
-    texts = list(goals)[: MAX_TEXTS_PER_NODE - 1]
-    summary = node.summary.strip()
-    if summary:
-        texts.append(f"{node.goal.strip()}. {summary}" if node.goal.strip() else summary)
-    return tuple(dict.fromkeys(texts))
 
 
 def wanted_texts(graph: GraphReader) -> dict[str, tuple[str, ...]]:
@@ -78,27 +73,6 @@ def sync_to_views(index: VectorIndex, views: GraphViews) -> bool:
     return True
 
 
-class _Meta(msgspec.Struct):
-    format: int
-    embedder: str
-    dim: int
-    next_key: int
-    keys: bytes  # uint64, ascending
-    node_of: bytes  # int32 per key: its node's position in ``nodes``
-    nodes: list[str]
-    texts: msgspec.Raw  # list[str] per key, decoded only to change the index
-    graph: str = ""
-
-
-class _Lazy(msgspec.Struct):
-    """A loaded index's key map before it is needed in full: enough to name search hits."""
-
-    keys: np.ndarray
-    node_of: np.ndarray
-    nodes: list[str]
-    texts: msgspec.Raw
-
-
 class VectorIndex:
     """Vectors of node texts, searchable by cosine similarity; see the module docstring."""
 
@@ -109,18 +83,24 @@ class VectorIndex:
         self._by_node_map: dict[str, dict[str, int]] = {}
         # A loaded index stays mapped (usearch ``view``) with its key map undecoded until
         # something changes it: a cold route searches without reading either in full.
-        self._lazy: _Lazy | None = None
+        self._lazy: files.Lazy | None = None
         self._viewed = False
         self._next_key = 1
-        self._index = self._new_index()
+        self._usearch: Any = None  # created (or mapped) on first use: a cold route needs none
+        self._rows: files.SavedRows | None = (
+            None  # searched by the kernel while the index is unchanged
+        )
         self._staged: Staged | None = None
         self.graph = ""
         """The graph checkpoint generation the index was last synced to ("" if unknown)."""
 
-    def _new_index(self) -> Any:
-        from usearch.index import Index
-
-        return Index(ndim=self.embedder.dim, metric="cos", dtype="f16")
+    @property
+    def _index(self) -> Any:
+        if self._usearch is None:
+            self._usearch = files.usearch_index(
+                self.embedder.dim, self._paths()[0] if self._viewed else None
+            )
+        return self._usearch
 
     # -- persistence --------------------------------------------------------------------
     @classmethod
@@ -128,41 +108,54 @@ class VectorIndex:
         """The cached index for ``embedder`` in ``directory``, or an empty one."""
         index = cls(embedder, directory)
         if directory is not None:
+            # An embedder that can keep its tokenizer's binary form in the store's cache.
+            cache_in = getattr(embedder, "cache_in", None)
+            if cache_in is not None:
+                cache_in(directory)
             with contextlib.suppress(OSError, ValueError, RuntimeError, msgspec.DecodeError):
                 index._load()
         return index
 
-    def _paths(self) -> tuple[str, str]:
+    def _paths(self) -> tuple[str, str, str]:
         if self.directory is None:
             raise InvalidParameterError("this vector index has no cache directory")
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.embedder.name)
-        base = os.path.join(self.directory, f"vectors-{safe}")
-        return base + ".usearch", base + ".meta"
+        return files.cache_paths(self.directory, self.embedder.name)
 
     def _load(self) -> None:
-        index_path, meta_path = self._paths()
+        index_path, meta_path, _ = self._paths()
         with open(meta_path, "rb") as f:
-            meta = msgspec.msgpack.decode(f.read(), type=_Meta)
+            # Mapped, not read: the texts (most of the file) stay undecoded in the mapping.
+            meta = msgspec.msgpack.decode(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ),
+                                          type=files.Meta)  # fmt: skip
         if (meta.format, meta.embedder, meta.dim) != (
-            _FORMAT,
+            files.FORMAT,
             self.embedder.name,
             self.embedder.dim,
         ):
             return
-        keys = np.frombuffer(meta.keys, "<u8")
-        node_of = np.frombuffer(meta.node_of, "<i4")
-        if len(node_of) != len(keys) or (len(node_of) and node_of.max() >= len(meta.nodes)):
+        keys = memoryview(meta.keys).cast("Q")
+        node_of = memoryview(meta.node_of).cast("i")
+        if len(node_of) != len(keys) or (len(node_of) and max(node_of) >= len(meta.nodes)):
             return
-        loaded = self._new_index()
-        loaded.view(index_path)
-        if len(loaded) != len(keys):
-            return
-        self._index = loaded
+        rows = files.map_rows(self._paths()[2], meta.rows, self.embedder.dim, node_of, meta.nodes)
+        if rows is None:
+            # No usable rows: the usearch file is read now and checked as it always was.
+            loaded = files.usearch_index(self.embedder.dim)
+            loaded.view(index_path)
+            if len(loaded) != len(keys):
+                return
+            self._usearch = loaded
+        self._rows = rows
         self._viewed = True
         self._next_key = meta.next_key
         self.graph = meta.graph
-        self._lazy = _Lazy(keys, node_of, meta.nodes, meta.texts)
+        self._lazy = files.Lazy(keys, node_of, meta.nodes, meta.texts)
         self._entries_map = None
+
+    def wants_rows(self) -> bool:
+        """Whether saving would let later processes search without numpy (the index has
+        vectors but its rows file is missing or stale, and the kernels are built)."""
+        return kernels is not None and self._rows is None and len(self) > 0
 
     @property
     def _entries(self) -> dict[int, tuple[str, str]]:
@@ -171,7 +164,7 @@ class VectorIndex:
             lazy = self._lazy
             assert lazy is not None
             texts = msgspec.msgpack.decode(lazy.texts, type=list[str])
-            nodes = [lazy.nodes[i] for i in lazy.node_of.tolist()]
+            nodes = [lazy.nodes[i] for i in lazy.node_of]
             entries: dict[int, tuple[str, str]] = {}
             by_node: dict[str, dict[str, int]] = {}
             for key, node, text in zip(lazy.keys.tolist(), nodes, texts, strict=True):
@@ -192,26 +185,32 @@ class VectorIndex:
         if lazy is None:
             entry = self._entries.get(key)
             return entry[0] if entry is not None else None
-        pos = int(np.searchsorted(lazy.keys, key))
-        if pos < len(lazy.keys) and int(lazy.keys[pos]) == key:
-            return lazy.nodes[int(lazy.node_of[pos])]
+        pos = bisect.bisect_left(lazy.keys, key)
+        if pos < len(lazy.keys) and lazy.keys[pos] == key:
+            return lazy.nodes[lazy.node_of[pos]]
         return None
 
     def _writable(self) -> Any:
-        """The usearch index, read in full if it was only mapped."""
+        """The usearch index, read in full if it was only mapped; its saved rows no longer
+        describe it once it changes."""
+        self._rows = None
         if self._viewed:
-            index_path, _ = self._paths()
-            loaded = self._new_index()
+            index_path = self._paths()[0]
+            loaded = files.usearch_index(self.embedder.dim)
             try:
                 loaded.load(index_path)
             except (RuntimeError, ValueError) as exc:
                 raise EngineError(f"{index_path}: reading the vector index: {exc}") from None
-            self._index, self._viewed = loaded, False
+            if self._lazy is not None and len(loaded) != len(self._lazy.keys):
+                raise EngineError(f"{index_path}: holds {len(loaded)} vectors, not {len(self)}")
+            self._usearch, self._viewed = loaded, False
         return self._index
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[None]:
         """Within the block, additions are searchable at once but inserted at its end."""
+        from ._staged import Staged
+
         self._staged = Staged(self.embedder.dim)
         try:
             yield
@@ -224,6 +223,10 @@ class VectorIndex:
         staged = self._staged
         if staged is None or not staged.rows:
             return
+        import numpy as np
+
+        from ._staged import Staged
+
         keys, vectors = staged.drain()
         try:
             self._writable().add(keys, np.ascontiguousarray(vectors))
@@ -232,27 +235,26 @@ class VectorIndex:
         self._staged = Staged(self.embedder.dim)
 
     def save(self) -> None:
-        """Write the index and its key map atomically into the cache directory."""
+        """Write the index, its rows and its key map atomically into the cache directory
+        (the key map last: it names the rows file it goes with)."""
+        import numpy as np
+
         self.flush()
-        index_path, meta_path = self._paths()
         items = sorted(self._entries.items())
         positions: dict[str, int] = {}
         node_of = [positions.setdefault(n, len(positions)) for _, (n, _) in items]
-        meta = _Meta(
-            _FORMAT, self.embedder.name, self.embedder.dim, self._next_key,
-            np.asarray([k for k, _ in items], "<u8").tobytes(),
+        keys = np.asarray([k for k, _ in items], "<u8")
+        meta = files.Meta(
+            files.FORMAT, self.embedder.name, self.embedder.dim, self._next_key, keys.tobytes(),
             np.asarray(node_of, "<i4").tobytes(), list(positions),
             msgspec.Raw(msgspec.msgpack.encode([t for _, (_, t) in items])), self.graph,
+            os.urandom(16).hex(),
         )  # fmt: skip
-        try:
-            os.makedirs(os.path.dirname(index_path), exist_ok=True)
-            self._index.save(index_path + ".tmp")
-            with open(meta_path + ".tmp", "wb") as f:
-                f.write(msgspec.msgpack.encode(meta))
-            os.replace(index_path + ".tmp", index_path)
-            os.replace(meta_path + ".tmp", meta_path)
-        except (OSError, RuntimeError) as exc:
-            raise EngineError(f"{index_path}: could not save the vector index: {exc}") from None
+        paths = self._paths()
+        files.write_files(paths, meta, self._index, keys)
+        # Searched from now on as a cold process will search it.
+        node_rows = memoryview(meta.node_of).cast("i")
+        self._rows = files.map_rows(paths[2], meta.rows, self.embedder.dim, node_rows, meta.nodes)
 
     # -- contents -----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -314,6 +316,9 @@ class VectorIndex:
         return self._insert([(node, texts[i]) for i in rows], vectors[rows])
 
     def _insert(self, pending: list[tuple[str, str]], vectors: Vectors) -> int:
+        import numpy as np
+
+        self._rows = None
         keep = np.flatnonzero(np.linalg.norm(vectors, axis=1) > 0)
         if keep.size == 0:
             return 0
@@ -342,6 +347,9 @@ class VectorIndex:
     def _remove_keys(self, keys: Sequence[int]) -> None:
         if not keys:
             return
+        import numpy as np
+
+        self._rows = None
         indexed = self._staged.discard(keys) if self._staged is not None else list(keys)
         if indexed:
             self._writable().remove(np.asarray(indexed, dtype=np.uint64))
@@ -355,41 +363,51 @@ class VectorIndex:
     # -- search -------------------------------------------------------------------------
     def search_text(self, text: str, k: int = 5) -> list[tuple[str, float]]:
         """The ``k`` nodes most similar to ``text``, best first, as (node, cosine)."""
-        return self.search(self.embedder.embed([text])[0], k)
+        from ._lean import embed_rows
+
+        return self.search(embed_rows(self.embedder, [text]).row(0), k)
 
     def search(
-        self, vector: Vectors, k: int = 5, *, exact: bool | None = None
+        self, vector: Any, k: int = 5, *, exact: bool | None = None
     ) -> list[tuple[str, float]]:
         """The ``k`` nodes whose best vector is most similar to ``vector``.
 
-        ``exact`` forces an exhaustive search (deterministic) or the HNSW graph (fast); by
-        default indexes below EXACT_BELOW vectors are searched exhaustively.
+        An index with its saved rows is searched exhaustively by the kernel unless
+        ``exact=False`` asks for the HNSW graph; otherwise ``exact`` forces an exhaustive
+        search or the graph, and by default indexes below EXACT_BELOW vectors are exhaustive.
         """
         if k < 1:
             raise InvalidParameterError(f"k: expected a positive integer; got {k}")
         size = len(self)
-        if size == 0 or not np.any(vector):
+        query = floats(vector)
+        if size == 0 or not any(query):
             return []
         # Several vectors may belong to one node: over-fetch, then keep each node's best.
-        query = np.ascontiguousarray(vector, dtype=np.float32)
         count = min(size, k * 4)
-        hits = self._staged.search(query, count) if self._staged is not None else []
+        rows = self._rows
+        if rows is not None and kernels is not None and self._staged is None and exact is not False:
+            return files.best_per_node(
+                [(rows.nodes[rows.node_of[row]], score)
+                 for row, score in kernels.topk(rows.data, self.embedder.dim, query, count)],
+                k,
+            )  # fmt: skip
+        import numpy as np
+
+        array = np.frombuffer(query, np.float32)
+        hits = self._staged.search(array, count) if self._staged is not None else []
         indexed = len(self._index)
         if indexed:
             thorough = indexed < EXACT_BELOW if exact is None else exact
-            found = self._index.search(query, min(count, indexed), exact=thorough)
+            found = self._index.search(array, min(count, indexed), exact=thorough)
             hits += [
                 (int(key), 1.0 - float(distance))
                 for key, distance in zip(found.keys.tolist(), found.distances.tolist(), strict=True)
             ]
-        best: dict[str, float] = {}
-        for key, score in hits:
-            node = self._node_of(key)
-            if node is not None and score > best.get(node, -2.0):
-                best[node] = score
-        ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
-        return ranked[:k]
+        named = [(node, score) for key, score in hits if (node := self._node_of(key)) is not None]
+        return files.best_per_node(named, k)
 
     def vector_of(self, text: str) -> Vectors:
         """The embedding of one text (a convenience for drift checks)."""
+        import numpy as np
+
         return np.asarray(self.embedder.embed([text])[0], dtype=np.float32)

@@ -10,16 +10,18 @@ search returns. It answers the read side of :class:`MemGraph` (``node``, ``resol
 
 from __future__ import annotations
 
+import array
 import mmap
 import os
+import sys
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, BinaryIO, Final, Literal, Protocol
 
 import msgspec
-import numpy as np
 
 from ._checkpoint import Damaged, Head, IndexFile
+from ._lean import kernels
 from ._types import (
     STRUCTURAL_EDGE_TYPES,
     ConstraintView,
@@ -91,6 +93,15 @@ def graph_document(views: Sequence[bytes | memoryview], live: int, cycles: int) 
     return chunks
 
 
+def _little(data: bytes, code: Literal["q", "I", "i", "B"]) -> Any:
+    """Little-endian integers of an index array, as a sequence (no copy where native)."""
+    if sys.byteorder == "little":
+        return memoryview(data).cast(code)
+    values = array.array(code, data)  # pragma: no cover - big-endian hosts
+    values.byteswap()  # pragma: no cover
+    return values  # pragma: no cover
+
+
 class _StepDoc(msgspec.Struct, frozen=True):
     id: str
     index: int
@@ -133,10 +144,10 @@ class GraphViews:
         self._repair = repair
         self.head = head
         self.ids = index.ids
-        self._offsets = np.frombuffer(index.offsets, "<i8")
-        self._crcs = np.frombuffer(index.crcs, "<u4")
-        self._parents = np.frombuffer(index.parents, "<i4")
-        self._live = np.frombuffer(index.live, np.uint8)
+        self._offsets = _little(index.offsets, "q")
+        self._crcs = _little(index.crcs, "I")
+        self._parents = _little(index.parents, "i")
+        self._live = _little(index.live, "B")
         self._rows: dict[str, int] | None = None
         self._nodes: dict[int, StrategyNode] = {}
         self._extras: dict[int, _Extras] = {}
@@ -181,7 +192,7 @@ class GraphViews:
     def row(self, node_id: str) -> int | None:
         """The row of ``node_id`` (creation order), or None."""
         if self._rows is None:
-            self._rows = {node: i for i, node in enumerate(self.ids)}
+            self._rows = dict(zip(self.ids, range(len(self.ids)), strict=True))
         return self._rows.get(node_id)
 
     def view(self, row: int) -> memoryview:
@@ -199,8 +210,35 @@ class GraphViews:
 
     def views(self, *, live_only: bool = True) -> list[memoryview]:
         """Every view in creation order (live nodes only by default)."""
-        rows = np.flatnonzero(self._live) if live_only else range(len(self.ids))
-        return [self.view(int(r)) for r in rows]
+        rows = range(len(self.ids))
+        return [self.view(r) for r in rows if self._live[r] or not live_only]
+
+    def write_document(self, out: BinaryIO, *, live_only: bool = True) -> bool:
+        """Write :func:`graph_document` of every view (live ones only by default) to ``out``:
+        every view checked first, then written by ``writev`` straight from the mapping.
+        False where that needs what is missing (the kernels, a file descriptor): nothing is
+        written and the caller prints :meth:`views` itself."""
+        try:
+            fd = out.fileno()
+        except (AttributeError, OSError, ValueError):
+            return False
+        if kernels is None:
+            return False
+        live = self._live if live_only else None
+        if kernels.check_views(self._data, self._offsets, self._crcs, live) >= 0:
+            self._recover()
+            return self.write_document(out, live_only=live_only)
+        selected = any(live) if live is not None else bool(self.ids)
+        chunks = graph_document([b"-"] if selected else [], self.head.live, self.head.cycles)
+        if len(chunks) == 2:
+            out.write(b"".join(chunks))
+        else:  # [head, b"-" (the views), tail]
+            out.write(chunks[0])
+            out.flush()
+            kernels.write_views(fd, self._data, self._offsets, live, b",\n")
+            out.write(chunks[2])
+        out.flush()
+        return True
 
     def _recover(self) -> None:
         if self._repair is None:

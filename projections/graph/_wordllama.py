@@ -8,28 +8,35 @@ converts only the rows a batch uses; short texts are tokenized in Python (:mod:`
 which reads the tokenizer file about three times faster than the ``tokenizers`` library
 loads it. The vectors are bit-identical to ``WordLlama.embed(texts, norm=False)``
 (tests/test_embed.py checks it).
+
+:class:`LeanModel` is the same model for a cold process without numpy: the matrix mapped with
+``mmap``, the tokenizer's binary cache (:meth:`Bpe.cached`), and the pooling in C
+(``_kernels.mean_rows``, bit-identical to the numpy pooling here).
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
+import mmap
 import os
 import struct
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-import numpy.typing as npt
+import msgspec
 
 from ._bpe import Bpe
 
-__all__ = ["StaticModel", "load_packaged"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["LeanModel", "StaticModel", "lean_packaged", "load_packaged"]
 
 _CONFIG: Final = "l2_supercat"
 _BATCH: Final = 64  # as WordLlama: pooled in chunks, so memory stays bounded
 _PYTHON_BELOW: Final = 16  # texts per call tokenized in Python (see token_ids)
-_DTYPES: Final = {"F16": np.float16, "F32": np.float32, "BF16": None}
+_ITEMSIZE: Final = {"F16": 2, "F32": 4}
 
 
 class StaticModel:
@@ -69,6 +76,8 @@ class StaticModel:
         return ids  # type: ignore[return-value]
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         out = np.empty((len(texts), self.matrix.shape[1]), dtype=np.float32)
         for start in range(0, len(texts), _BATCH):
             chunk = list(texts[start : start + _BATCH])
@@ -90,33 +99,81 @@ class StaticModel:
         return out
 
 
-def load_packaged(dim: int) -> StaticModel:
-    """The model of the installed ``wordllama`` wheel at ``dim`` (its files, not its code).
+class LeanModel:
+    """The packaged model without numpy: float16 rows pooled in C (see the module docstring)."""
 
-    Raises OSError, ValueError or ImportError when the files are missing or malformed.
-    """
+    def __init__(self, bpe: Bpe, table: memoryview, dim: int, kernels: Any) -> None:
+        self.bpe, self.table, self.dim, self._kernels = bpe, table, dim, kernels
+
+    def embed(self, texts: Sequence[str]) -> bytes | None:
+        """The texts' unit (or zero) float32 rows back to back, or None when a text needs the
+        ``tokenizers`` library (the caller then takes the numpy path)."""
+        out = []
+        for text in texts:
+            ids = self.bpe.encode(text)
+            if ids is None:
+                return None
+            out.append(self._kernels.mean_rows(self.table, self.dim, ids))
+        return b"".join(out)
+
+
+def _files(dim: int) -> tuple[str, str]:
     spec = importlib.util.find_spec("wordllama")
     if spec is None or spec.origin is None:
         raise ImportError("the wordllama package is not installed")
     folder = os.path.dirname(spec.origin)
     tokenizer = os.path.join(folder, "tokenizers", f"{_CONFIG}_tokenizer_config.json")
     weights = os.path.join(folder, "weights", f"{_CONFIG}_{dim}.safetensors")
+    return tokenizer, weights
+
+
+def load_packaged(dim: int) -> StaticModel:
+    """The model of the installed ``wordllama`` wheel at ``dim`` (its files, not its code).
+
+    Raises OSError, ValueError or ImportError when the files are missing or malformed.
+    """
+    tokenizer, weights = _files(dim)
     return StaticModel(tokenizer, _matrix(weights))
 
 
-def _matrix(path: str) -> npt.NDArray[Any]:
-    """``embedding.weight`` of a safetensors file, memory-mapped (8-byte header length,
-    JSON header, raw little-endian data)."""
+def lean_packaged(dim: int, cache: str, kernels: Any) -> LeanModel | None:
+    """The packaged model for the numpy-free path, its tokenizer cached under ``cache``; None
+    where that path does not apply (a float32 matrix, a tokenizer :class:`Bpe` cannot model).
+
+    Raises OSError, ValueError or ImportError as :func:`load_packaged`.
+    """
+    tokenizer, weights = _files(dim)
+    offset, dtype, shape = _layout(weights)
+    bpe = Bpe.cached(tokenizer, cache)
+    if dtype != "F16" or bpe is None:
+        return None
+    with open(weights, "rb") as f:
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    table = memoryview(data)[offset : offset + shape[0] * shape[1] * 2]
+    return LeanModel(bpe, table, shape[1], kernels)
+
+
+def _layout(path: str) -> tuple[int, str, tuple[int, int]]:
+    """Where ``embedding.weight`` of a safetensors file starts, its dtype and shape (the file
+    is an 8-byte header length, a JSON header, then raw little-endian data)."""
     with open(path, "rb") as f:
         (size,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(size))
+        header = msgspec.json.decode(f.read(size))
     info = header["embedding.weight"]
-    dtype = _DTYPES.get(info["dtype"])
-    if dtype is None:
+    itemsize = _ITEMSIZE.get(info["dtype"])
+    if itemsize is None:
         raise ValueError(f"{path}: unsupported tensor dtype {info['dtype']}")
     begin, end = info["data_offsets"]
     shape = tuple(info["shape"])
-    if len(shape) != 2 or end - begin != shape[0] * shape[1] * np.dtype(dtype).itemsize:
+    if len(shape) != 2 or end - begin != shape[0] * shape[1] * itemsize:
         raise ValueError(f"{path}: embedding.weight of shape {shape} does not fit its bytes")
-    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r",
-                     offset=8 + size + begin, shape=shape)  # fmt: skip
+    return 8 + size + begin, info["dtype"], (shape[0], shape[1])
+
+
+def _matrix(path: str) -> npt.NDArray[Any]:
+    """``embedding.weight`` of a safetensors file, memory-mapped."""
+    import numpy as np
+
+    offset, dtype, shape = _layout(path)
+    kind = np.dtype(np.float16 if dtype == "F16" else np.float32).newbyteorder("<")
+    return np.memmap(path, dtype=kind, mode="r", offset=offset, shape=shape)
