@@ -10,8 +10,9 @@ nodes; an outcome naming every tenth node), sealed. Then, in fresh processes:
   run: fold every dream event (``load_memgraph``), sync the vector index against every live
   node, then route, or render every node and print.
 
-Prints the median of ``--repeat`` runs of each. The default size is small; the figures in
-bench/RESULTS.md come from ``--sizes 10000,100000``.
+Prints the median of ``--repeat`` runs of each: wall time, and the CPU time (user + system)
+the child process used, which a loaded machine distorts less. The default size is small; the
+figures in bench/RESULTS.md come from ``--sizes 10000,100000``.
 
     .venv/bin/python bench/bench_graph.py [--sizes 2000] [--repeat 5] [--keep DIR]
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -137,18 +139,25 @@ sys.stdout.buffer.write(msgspec.json.format(msgspec.json.encode(doc), indent=2) 
 _ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def _run(cmd: list[str]) -> float:
-    start = time.perf_counter()
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(cmd: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``cmd``."""
+    cpu, start = _cpu(), time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_ENV)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cpu() - cpu
 
 
-def _median(cmd: list[str], repeat: int) -> float:
+def _median(cmd: list[str], repeat: int) -> tuple[float, float]:
     _run(cmd)  # warm: bytecode written, files in the page cache
-    return statistics.median(_run(cmd) for _ in range(repeat))
+    runs = [_run(cmd) for _ in range(repeat)]
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
-def measure(store: str, repeat: int) -> dict[str, float]:
+def measure(store: str, repeat: int) -> dict[str, tuple[float, float]]:
     cli = [sys.executable, "-m", "evolog", "--store", store]
     out = {"first route (writes the checkpoint, embeds every node)": _run([*cli, "route", TASK])}
     out["route (checkpoint)"] = _median([*cli, "route", TASK], repeat)
@@ -172,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
                 start = time.perf_counter()
                 build(store, size)
                 print(f"{size} nodes: built in {time.perf_counter() - start:.1f} s", flush=True)
-            for name, seconds in measure(store, args.repeat).items():
-                print(f"{size:>7} nodes  {name:<55} {seconds * 1000:8.0f} ms", flush=True)
+            for name, (wall, cpu) in measure(store, args.repeat).items():
+                figures = f"{wall * 1000:8.0f} ms  (cpu {cpu * 1000:.0f} ms)"
+                print(f"{size:>7} nodes  {name:<55} {figures}", flush=True)
     return 0
 
 
