@@ -118,15 +118,20 @@ def feedback(
     verdict: str,
     note: str | None = None,
     *,
+    action_id: str = "",
     envelope: dict[str, Any] | None = None,
 ) -> int:
     """Record a verdict on an item: ACE counters, and a ledger credit of +1/-1/0.
 
     Appends, as one atomic batch, a ``feedback`` event (rating +1, -1 or 0) and an
     ``outcome`` (status ``measured``, ``decided_by`` the item, ``delta`` the rating) so the
-    survival ledger credits it; returns the feedback's seq.
+    survival ledger credits it; returns the feedback's seq. With ``action_id`` the verdict
+    is about that attempt and replaces, in the ACE counters, the one its outcome gave the
+    item.
     """
     item = _text("item", item)
+    if action_id:
+        action_id = _text("action_id", action_id)
     if verdict not in VERDICTS:
         raise InvalidParameterError(
             f"verdict: expected one of helpful, harmful, neutral; got {verdict!r}"
@@ -152,7 +157,12 @@ def feedback(
         **env,
     )
     return log.append_many(
-        [Feedback(id=fid, target=item, rating=rating, text=note or "", **env), credit]
+        [
+            Feedback(
+                id=fid, target=item, rating=rating, text=note or "", action_id=action_id, **env
+            ),
+            credit,
+        ]
     )[0]
 
 

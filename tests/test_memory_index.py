@@ -51,7 +51,8 @@ def run(mem: Memory, ops: list[tuple[Any, ...]]) -> None:
         elif kind in ("feedback", "outcome", "constraint") and written:
             item = written[op[1] % len(written)]
             if kind == "feedback":
-                mem.feedback(item, op[2])
+                # Some about an attempt (the outcome op's ids), whose verdict they replace.
+                mem.feedback(item, op[2], action_id=f"a{len(written)}" if op[1] % 2 else "")
             elif kind == "outcome":
                 mem.append(Outcome(action_id=f"a{len(written)}", status=op[2], supported_by=[item]))
             else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 from evolog.eventlog import Attempt, Constraint, Feedback, Note, Outcome, Recall, Retraction
@@ -160,6 +161,34 @@ def test_outcomes_naming_items_are_evidence(mem: Memory) -> None:
     mem.append(Outcome(action_id="z", status="interrupted", decided_by=[item]))
     got = mem.recall("restart nginx config", record=False).items[0]
     assert (got.helpful, got.harmful, got.neutral) == (1, 1, 0)
+
+
+def test_feedback_on_an_attempt_replaces_its_outcomes_verdict(mem: Memory) -> None:
+    item = mem.remember("ops", "restart nginx after changing its config").item
+
+    def counters(m: Memory = mem) -> tuple[int, int, int]:
+        got = m.recall("restart nginx config", record=False, include_dead=True).items[0]
+        return got.helpful, got.harmful, got.neutral
+
+    mem.append(Outcome(action_id="x", status="success", supported_by=[item]))
+    assert counters() == (1, 0, 0)
+    mem.feedback(item, "harmful", "it misled me on x", action_id="x")
+    assert counters() == (0, 1, 0)  # replaced, not added
+    mem.append(Outcome(action_id="x", status="success", decided_by=[item]))
+    assert counters() == (0, 1, 0)  # a person's verdict stands over a later outcome
+    mem.feedback(item, "neutral", action_id="x")
+    assert counters() == (0, 0, 1)  # the last feedback on the pair wins
+    mem.feedback(item, "helpful", action_id="y")  # before the attempt's outcome
+    mem.append(Outcome(action_id="y", status="failed", supported_by=[item]))
+    assert counters() == (1, 0, 1)
+    mem.append(Outcome(action_id="z", status="failed", supported_by=[item]))
+    mem.append(Outcome(action_id="z", status="success", supported_by=[item]))
+    assert counters() == (2, 0, 1)  # one verdict per attempt: its latest outcome's
+    mem.feedback(item, "harmful")  # about the item as a whole: evidence of its own
+    assert counters() == (2, 1, 1)
+    shutil.rmtree(os.path.join(mem.path, "cache"))
+    with Memory(mem.path) as rebuilt:
+        assert counters(rebuilt) == (2, 1, 1)  # a rebuild from the log agrees
 
 
 def test_dead_items_are_skipped_unless_asked(mem: Memory) -> None:

@@ -228,11 +228,16 @@ class ExternalCandidate(Event, frozen=True, tag="external_candidate"):
 
 
 class Feedback(Event, frozen=True, tag="feedback"):
-    """A person's or a program's judgement of an entry or an attempt."""
+    """A person's or a program's judgement of an entry or an attempt.
+
+    ``action_id`` (optional) names the attempt the judgement is about: a rated feedback on
+    an item for an attempt replaces the verdict that attempt's outcome gave the item.
+    """
 
     target: str = ""
     rating: Float | None = None
     text: str = ""
+    action_id: str = ""
 
 
 class Note(Event, frozen=True, tag="note"):

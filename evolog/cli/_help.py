@@ -226,8 +226,12 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
     "feedback": (
         "Record a verdict on a memory item: its ACE score is helpful / (helpful +\n"
         "harmful + neutral), and an outcome with delta +1, -1 or 0 credits it in the\n"
-        "survival ledger.",
-        ("evolog feedback 01J0ABC helpful --note 'saved a rollback'",),
+        "survival ledger. With --action-id the verdict is about that attempt and\n"
+        "replaces the one its outcome gave the item (success helpful, failed harmful).",
+        (
+            "evolog feedback 01J0ABC helpful --note 'saved a rollback'",
+            "evolog feedback 01J0ABC harmful --action-id cc-s1-3 --note 'misled me here'",
+        ),
     ),
     "compress": (
         "Merge every cold branch (access below 0.1 x the mean) into one archive item;\n"

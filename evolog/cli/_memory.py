@@ -65,6 +65,12 @@ def add_memory_commands(sub: Any) -> None:
         "verdict", choices=["helpful", "harmful", "neutral"], help="was the item useful?"
     )
     s.add_argument("--note", help="why (free text)")
+    s.add_argument(
+        "--action-id",
+        default="",
+        help="the attempt the verdict is about: it replaces the verdict that attempt's "
+        "outcome gave the item in its ACE counters",
+    )
     s.set_defaults(func=run_feedback)
 
     s = sub.add_parser(
@@ -111,7 +117,7 @@ def run_recall(args: argparse.Namespace) -> int:
 
 def run_feedback(args: argparse.Namespace) -> int:
     with _memory(args) as mem:
-        seq = mem.feedback(args.item, args.verdict, args.note)
+        seq = mem.feedback(args.item, args.verdict, args.note, action_id=args.action_id)
     print_json({"seq": seq, "item": args.item, "verdict": args.verdict})
     return 0
 

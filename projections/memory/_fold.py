@@ -19,7 +19,14 @@ Rules, decided here (the module docstring of :mod:`.` says why):
   ``S`` at its last write or access, so its inactivity ratio is ``(S - snapshot) / S``.
 * ACE counters per id: ``feedback`` events (rating > 0 helpful, < 0 harmful, 0 neutral) and
   outcomes that name the id in ``decided_by``/``supported_by`` (success helpful, failed
-  harmful, partial neutral; other statuses are no verdict).
+  harmful, partial neutral; other statuses are no verdict). One verdict per (item, attempt):
+  a later outcome of the same ``action_id`` replaces the earlier one's, and a rated
+  ``feedback`` naming the item *and* the attempt (``action_id``) replaces the outcome's
+  verdict, before or after the outcome arrives (the last such feedback wins). The
+  granularity is the pair because an outcome judges the attempt, not each item injected into
+  it: a person saying "this note misled me on that attempt" corrects exactly one inferred
+  verdict. Feedback without an ``action_id`` (and outcomes without one) is evidence of its
+  own and replaces nothing.
 * A retraction makes the fold stale: the caller rebuilds from the log with the retracted
   ids and cycles known up front (:meth:`ItemFold.rebuild`), which is how an undone
   compression gives its sources back.
@@ -62,6 +69,7 @@ class FoldState(msgspec.Struct, kw_only=True):
     activity: int = 0
     items: dict[str, MemoryItem] = {}
     evidence: dict[str, list[int]] = {}
+    verdicts: dict[str, list[int]] = {}
     touched: dict[str, int] = {}
     accesses: dict[str, int] = {}
     postings: dict[str, list[str]] = {}
@@ -122,12 +130,12 @@ class ItemFold:
         elif isinstance(event, Feedback):
             if event.rating is not None:
                 rated = 0 if event.rating > 0 else 1 if event.rating < 0 else 2
-                self._count(event.target, rated)
+                self._judge(event.target, event.action_id, rated, by_feedback=True)
         elif isinstance(event, Outcome):
             verdict = _VERDICT.get(event.status)
             if verdict is not None:
                 for ref in dict.fromkeys([*event.decided_by, *event.supported_by]):
-                    self._count(ref, verdict)
+                    self._judge(ref, event.action_id, verdict, by_feedback=False)
         elif isinstance(event, Constraint) and event.node is not None:
             item = st.items.get(event.node)
             if item is not None and item.kind == NOTE:
@@ -156,10 +164,20 @@ class ItemFold:
         st.activity += 1
         st.touched[item_id] = st.activity
 
-    def _count(self, ref: str, verdict: int) -> None:
-        if ref:
-            counts = self.state.evidence.setdefault(ref, [0, 0, 0])
-            counts[verdict] += 1
+    def _judge(self, ref: str, action_id: str, verdict: int, *, by_feedback: bool) -> None:
+        """Count a verdict on ``ref``; for an attempt, it replaces the pair's earlier one."""
+        if not ref:
+            return
+        counts = self.state.evidence.setdefault(ref, [0, 0, 0])
+        if action_id:
+            key = f"{ref}\x1f{action_id}"
+            held = self.state.verdicts.get(key)  # [verdict, 1 if a feedback set it]
+            if held is not None:
+                if held[1] and not by_feedback:
+                    return  # the person's word stands over the inferred one
+                counts[held[0]] -= 1
+            self.state.verdicts[key] = [verdict, int(by_feedback)]
+        counts[verdict] += 1
 
     def _note(self, e: Note) -> None:
         st = self.state

@@ -26,7 +26,7 @@ from ._fold import FOLD_KINDS, FoldState, ItemFold
 
 __all__ = ["DEATH_KINDS", "IndexFile", "ItemIndex", "events_after"]
 
-FORMAT: Final = 1
+FORMAT: Final = 2
 REWRITE_AFTER: Final = 256
 """Rewrite the checkpoint once this many new events have been applied since it was written."""
 DEATH_KINDS: Final = frozenset(
