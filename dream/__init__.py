@@ -13,6 +13,7 @@ Errors::
     ├── UndoError                 unknown or already undone cycle, or later cycles depend on it
     ├── EvolveError               a memory-evolution run failed; nothing of it was appended
     │   ├── StrategyError         a strategy raised or returned something other than items
+    │   ├── SettingError          a strategy setting out of its range (ValueError)
     │   └── ExpressionError       a pipeline expression did not parse (ValueError)
     └── DreamerError              a dreamer could not produce a program
         ├── DreamerConfigError    missing API key or SDK, a bad option
@@ -39,6 +40,7 @@ from ._errors import (
     EvolveError,
     ExpressionError,
     ProgramError,
+    SettingError,
     StrategyError,
     UndoError,
 )
@@ -128,6 +130,7 @@ __all__ = [
     "Program",
     "ProgramError",
     "SerializationError",
+    "SettingError",
     "Signature",
     "StrategyError",
     "TokenizerMode",

@@ -8,6 +8,7 @@
     ├── UndoError                 an undo names no dream cycle or evolve run, or one undone
     ├── EvolveError               a memory-evolution run failed; nothing of it was appended
     │   ├── StrategyError         a strategy raised or returned something other than items
+    │   ├── SettingError          a strategy setting out of its range (ValueError)
     │   └── ExpressionError       a pipeline expression did not parse (ValueError)
     └── DreamerError              a dreamer could not produce a program
         ├── DreamerConfigError    missing API key or SDK, a bad model setting
@@ -34,6 +35,7 @@ __all__ = [
     "EvolveError",
     "ExpressionError",
     "ProgramError",
+    "SettingError",
     "StrategyError",
     "UndoError",
 ]
@@ -65,6 +67,10 @@ class EvolveError(DreamError):
 
 class StrategyError(EvolveError):
     """A strategy failed or returned something other than a list of items."""
+
+
+class SettingError(EvolveError, ValueError):
+    """A strategy setting (a threshold, a share) is outside the range it is defined on."""
 
 
 class ExpressionError(EvolveError, ValueError):

@@ -295,6 +295,13 @@ class Memory:
             self.log, strategy, dry_run=dry_run, embedder=embedder, index=self._items(), **kwargs
         )
 
+    def curate(self, threshold: float = 0.3, **kwargs: Any) -> list[str]:
+        """Retire the items whose ACE score is below ``threshold``; return their ids (see
+        :func:`evolog.dream.evolve.curate`)."""
+        from evolog.dream.evolve import curate
+
+        return curate(self.log, threshold, index=self._items(), **kwargs)
+
     def evolve_undo(self, run: str) -> list[str]:
         """Retract every event of an evolution run; return their ids."""
         from evolog.dream.evolve import undo

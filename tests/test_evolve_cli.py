@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx2
 import pytest
-from evolog.dream import DreamerAPIError, StrategyError
-from evolog.dream.evolve import ACE, ReMe, apply
+from evolog.dream import DreamerAPIError, SettingError, StrategyError
+from evolog.dream.evolve import ACE, ReMe, apply, pipeline
 from evolog.dream.evolve._claude import ClaudeModel
 from evolog.eventlog import Attempt, Feedback, Outcome, Step
 
@@ -60,6 +60,9 @@ def test_cli_dry_run_then_run_then_undo(tmp_path: Path, capsys: pytest.CaptureFi
         (["ace |"], "at position 6; got the end"),
         (["undo"], "expected a RUN id"),
         (["undo", "zzz"], "expected the id of an evolve run in this store"),
+        (["ace", "--curate", "1.5"], "curate_threshold: expected a number from 0 to 1; got 1.5"),
+        (["ace", "--harmful-share", "-0.1"], "harmful_share: expected a number from 0 to 1"),
+        (["reme", "--curate", "nan"], "curate_threshold: expected a number from 0 to 1; got nan"),
     ],
 )
 def test_cli_errors_are_one_line_and_change_nothing(
@@ -75,6 +78,61 @@ def test_cli_errors_are_one_line_and_change_nothing(
     assert message in err and err.count("\n") == 1
     after = (store / "wal").exists() and sorted(p.stat().st_size for p in (store / "wal").iterdir())
     assert before == after
+
+
+def _scored(mem: Memory) -> dict[str, str]:
+    """Items with scores 1/3 (harmful share 2/3), 1/4 (harmful share 0) and 0.5 (no evidence)."""
+    ids = {
+        name: mem.remember(name, f"{name} lesson: {text}").item
+        for name, text in (
+            ("mixed", "restart the queue workers after a config change"),
+            ("tolerated", "pin the base image digest in the dockerfile"),
+            ("fresh", "rotate the api keys every ninety days"),
+        )
+    }
+    for verdict in ("helpful", "harmful", "harmful"):
+        mem.feedback(ids["mixed"], verdict)
+    for verdict in ("helpful", "neutral", "neutral", "neutral"):
+        mem.feedback(ids["tolerated"], verdict)
+    return ids
+
+
+def test_cli_curate_and_harmful_share(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "mem"
+    with Memory(store) as mem:
+        ids = _scored(mem)
+    args = ["--store", str(store), "evolve", "ace", "--quiet", "--dry-run"]
+    assert main(args) == 0  # the defaults: harmful share above 0.5, no curation
+    assert json.loads(capsys.readouterr().out)["retired"] == [ids["mixed"]]
+    assert main([*args, "--harmful-share", "0.7"]) == 0
+    assert json.loads(capsys.readouterr().out)["retired"] == []
+    assert main([*args, "--curate", "0.3", "--harmful-share", "1"]) == 0  # curate(0.3) alone
+    assert json.loads(capsys.readouterr().out)["retired"] == [ids["tolerated"]]
+    assert main([*args[:-1], "--curate", "0.3"]) == 0  # both rules, appended
+    report = json.loads(capsys.readouterr().out)
+    assert sorted(report["retired"]) == sorted([ids["mixed"], ids["tolerated"]])
+    assert len(report["seqs"]) == 2
+    with Memory(store) as mem:
+        left = mem.recall("lesson", record=False, include_dead=True).items
+        assert [i.id for i in left] == [ids["fresh"]]
+
+
+def test_memory_curate_returns_and_retires(tmp_path: Path) -> None:
+    with Memory(tmp_path / "mem") as mem:
+        ids = _scored(mem)
+        assert mem.curate(0.3, dry_run=True) == [ids["tolerated"]]
+        assert mem.curate(0.4) == [ids["mixed"], ids["tolerated"]]
+        prunes = [e.node for e in mem.replay(kinds=["prune"])]
+        assert prunes == [ids["mixed"], ids["tolerated"]]
+        assert mem.curate(0.4) == []  # retired items are no longer staged
+        with pytest.raises(SettingError, match="threshold: expected a number from 0 to 1"):
+            mem.curate(2)
+    with pytest.raises(SettingError, match="expected a strategy name"):
+        pipeline("ace", {"acee": {}})
+    with pytest.raises(SettingError, match="unexpected keyword argument 'curate'"):
+        pipeline("ace", {"ace": {"curate": 0.3}})
+    p = pipeline("ace >> (reme | ace)", {"ace": {"curate_threshold": 0.2}})
+    assert p == ACE(curate_threshold=0.2) >> (ReMe() | ACE(curate_threshold=0.2))
 
 
 def test_memory_evolve_api(tmp_path: Path) -> None:

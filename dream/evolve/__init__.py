@@ -9,16 +9,18 @@ because, like a dream, it reads the item projection and traces and writes events
 needs nothing from ``advice``. Errors are :class:`evolog.dream.EvolveError` and below.
 """
 
-from collections.abc import Callable
-from typing import Final
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
+from .._errors import SettingError
 from ._ace import ACE, classify
 from ._expr import parse_pipeline
 from ._items import EvolveContext, EvolveItem, Model, ace_score, parse, render
 from ._pipeline import Pipeline, Strategy, aevolve, evolve, merge
 from ._reasoning_bank import ReasoningBank
 from ._reme import ReMe
-from ._run import EvolveReport, apply, plan, stage, undo
+from ._run import EvolveReport, apply, curate, plan, stage, undo
 
 __all__ = [
     "ACE",
@@ -35,6 +37,7 @@ __all__ = [
     "aevolve",
     "apply",
     "classify",
+    "curate",
     "evolve",
     "merge",
     "parse",
@@ -54,6 +57,23 @@ STRATEGIES: Final[dict[str, Callable[[], Strategy]]] = {
 """The strategies a pipeline expression may name, with their default settings."""
 
 
-def pipeline(expression: str) -> Strategy:
-    """The strategy an expression such as ``"ace >> reasoning_bank >> reme"`` describes."""
-    return parse_pipeline(expression, STRATEGIES)
+def pipeline(expression: str, options: Mapping[str, Mapping[str, Any]] | None = None) -> Strategy:
+    """The strategy an expression such as ``"ace >> reasoning_bank >> reme"`` describes.
+
+    ``options`` sets every occurrence of a named strategy, e.g.
+    ``{"ace": {"curate_threshold": 0.3, "harmful_share": 0.6}}``.
+    """
+    registry = dict(STRATEGIES)
+    for name, settings in (options or {}).items():
+        if name not in STRATEGIES:
+            raise SettingError(
+                f"options: expected a strategy name ({', '.join(sorted(STRATEGIES))}); "
+                f"got {name!r}"
+            )
+        factory = functools.partial(STRATEGIES[name], **settings)
+        try:
+            factory()  # a wrong setting fails here, before anything is parsed or read
+        except TypeError as exc:
+            raise SettingError(f"options[{name!r}]: {exc}") from None
+        registry[name] = factory
+    return parse_pipeline(expression, registry)

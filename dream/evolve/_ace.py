@@ -17,6 +17,7 @@ from typing import Final
 
 import msgspec
 
+from .._errors import SettingError
 from ._items import EvolveContext, EvolveItem, Model
 from ._pipeline import Strategy
 
@@ -93,6 +94,13 @@ def classify(feedback: str) -> str:
     return "helpful" if helpful > harmful else "harmful"
 
 
+def share(name: str, value: object) -> float:
+    """``value`` as a number in [0, 1], else a :class:`SettingError` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise SettingError(f"{name}: expected a number from 0 to 1; got {value!r}")
+    return float(value)
+
+
 def _label(reply: str) -> str:
     # As upstream: anything but one of the three labels counts as neutral.
     word = reply.strip().split()[0].strip(".,!\"'").lower() if reply.strip() else ""
@@ -111,8 +119,10 @@ class ACE(Strategy):
         curate_threshold: float | None = None,
         model: Model | None = None,
     ) -> None:
-        self.harmful_share = harmful_share
-        self.curate_threshold = curate_threshold
+        self.harmful_share = share("harmful_share", harmful_share)
+        self.curate_threshold = (
+            None if curate_threshold is None else share("curate_threshold", curate_threshold)
+        )
         self.model = model
 
     def __eq__(self, other: object) -> bool:
@@ -156,7 +166,9 @@ class ACE(Strategy):
         return out
 
     def curate(self, items: Sequence[EvolveItem], threshold: float = 0.3) -> list[str]:
-        """Ids of the items scoring below ``threshold`` (the ones a curation retires)."""
+        """Ids of the items scoring below ``threshold`` (the ones a curation retires; see
+        :func:`evolog.dream.evolve.curate` for the run that appends their retirement)."""
+        threshold = share("threshold", threshold)
         return [i.id for i in items if i.branch != "backbone" and i.score < threshold]
 
     def evolve(self, items: Sequence[EvolveItem], context: EvolveContext) -> list[EvolveItem]:

@@ -31,10 +31,11 @@ from evolog.projections.memory import NOTE, ItemIndex, MemoryItem
 
 from .._errors import UndoError
 from .._traces import Trace
+from ._ace import ACE
 from ._items import EvolveContext, EvolveItem, Model, parse, render
 from ._pipeline import Strategy, aevolve, evolve
 
-__all__ = ["EvolveReport", "apply", "evolve_log", "plan", "stage", "undo"]
+__all__ = ["EvolveReport", "apply", "curate", "evolve_log", "plan", "stage", "undo"]
 
 PREFIX: Final = "evolve:"
 _RATING: Final = {"helpful": 1.0, "harmful": -1.0, "neutral": 0.0}
@@ -215,6 +216,13 @@ def apply(
 
 
 evolve_log = apply
+
+
+def curate(log: EventLog, threshold: float = 0.3, **kwargs: Any) -> list[str]:
+    """Retire every item whose ACE score is below ``threshold``: one run of ACE that drops
+    nothing else (after reflecting pending feedback, so the scores are current) appends a
+    ``prune`` for each; returns their ids. ``kwargs`` as for :func:`apply`."""
+    return apply(log, ACE(harmful_share=1.0, curate_threshold=threshold), **kwargs).retired
 
 
 def undo(log: EventLog, run: str) -> list[str]:

@@ -2,7 +2,9 @@
 
 ``evolve "ace >> reasoning_bank >> reme"`` runs the pipeline over the store's memory items
 and appends the proposed changes (``--dry-run``: prints them and appends nothing);
-progress goes to stderr, the report to stdout as JSON. ``evolve undo RUN`` retracts a run.
+progress goes to stderr, the report to stdout as JSON (``retired``: the items pruned).
+``--curate`` and ``--harmful-share`` set ACE's two retirement rules. ``evolve undo RUN``
+retracts a run.
 """
 
 from __future__ import annotations
@@ -37,6 +39,22 @@ def add_evolve_commands(sub: Any) -> None:
         "exact content)",
     )
     s.add_argument("--model", default=None, help="a Claude model for reflection and patterns")
+    s.add_argument(
+        "--curate",
+        type=float,
+        default=None,
+        metavar="THRESHOLD",
+        help="ace also retires the items whose score helpful / (helpful + harmful + neutral) "
+        "is below THRESHOLD, from 0 to 1 (default: no curation; 0.3 is the seed's)",
+    )
+    s.add_argument(
+        "--harmful-share",
+        type=float,
+        default=0.5,
+        metavar="SHARE",
+        help="ace retires the items whose harmful / (helpful + harmful + neutral) exceeds "
+        "SHARE, from 0 to 1; 1 retires none this way (default: 0.5)",
+    )
     s.add_argument("--quiet", action="store_true", help="no progress on stderr")
     s.set_defaults(func=run_evolve)
 
@@ -56,7 +74,8 @@ def run_evolve(args: argparse.Namespace) -> int:
     if args.run:
         print(f"evolog: evolve: expected one expression; got also {args.run!r}", file=sys.stderr)
         return 2
-    strategy = pipeline(args.expression)  # parse before opening anything
+    ace = {"harmful_share": args.harmful_share, "curate_threshold": args.curate}
+    strategy = pipeline(args.expression, {"ace": ace})  # parse before opening anything
     embedder = None
     if args.embedder != "none":
         from evolog.projections import get_embedder

@@ -267,9 +267,14 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
     "evolve": (
         "Run a pipeline expression over the memory items and append what it changes\n"
         "as dreamed events. '>>' runs in sequence, '|' in parallel (binds looser, as\n"
-        "in Python); the strategies are ace, reasoning_bank and reme.",
+        "in Python); the strategies are ace, reasoning_bank and reme. ace retires the\n"
+        "items whose harmful share exceeds --harmful-share and, with --curate, those\n"
+        "scoring below it (the report's 'retired' lists them); 'ace --curate 0.3\n"
+        "--harmful-share 1' is the seed's curate(threshold=0.3) alone.",
         (
             "evolog evolve 'ace >> reasoning_bank >> reme' --dry-run",
+            "evolog evolve ace --curate 0.3 --harmful-share 1",
+            "evolog evolve 'ace >> reme' --curate 0.25 --harmful-share 0.6 --dry-run",
             "evolog evolve undo RUN",
         ),
     ),
