@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import tempfile
 import time
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
@@ -201,14 +203,124 @@ def dedup_quality(pairs: int, seed: int = 11) -> dict[str, Any]:
     return out
 
 
+Entry = tuple[str, str]  # (task, lesson)
+LabelledPair = tuple[int, bool, str, str, Entry, Entry]  # group, duplicate, why, kind, a, b
+_WORD = re.compile(r"[a-z0-9']+")
+_STOP = frozenset(
+    "a an the and or of to in on for with by is are was were be been it its this that then "
+    "than so as at from into only do does did".split()
+)
+
+
+def load_labelled(path: Path) -> list[LabelledPair]:
+    """The pairs of bench/dedup_pairs.txt (its header says the format)."""
+    out: list[LabelledPair] = []
+    group, kind, anchor = -1, "s", ("", "")
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        mark, _, rest = line.partition(" ")
+        if mark == "=":
+            kind, _, rest = rest.partition(" ")
+        why = "paraphrase"
+        if mark == "x":
+            why, _, rest = rest.partition(" ")
+        task, bar, lesson = rest.partition("|")
+        if mark not in "=~x" or not bar or kind not in ("s", "f"):
+            raise SystemExit(f"{path}:{n}: expected '= s|f TASK | LESSON', '~ ...' or 'x WHY ...'")
+        entry = (task.strip(), lesson.strip())
+        if mark == "=":
+            group, anchor = group + 1, entry
+        else:
+            out.append((group, mark == "~", why, kind, anchor, entry))
+    return out
+
+
+def _tokens(text: str) -> list[str]:
+    words = (w for w in _WORD.findall(text.lower()) if w not in _STOP)
+    return sorted({w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words})
+
+
+def _scores(pair: LabelledPair, embedders: dict[str, Any]) -> dict[str, Any]:
+    """What each rule (and each candidate rule) sees of one pair."""
+    _, dup, why, kind, (ta, la), (tb, lb) = pair
+    rb = [EvolveItem(id=f"rb{k}", title=t, text=c, tags=("reasoning_bank",), seq=k)
+          for k, (t, c) in enumerate(((ta, la), (tb, lb)))]  # fmt: skip
+    reme = [EvolveItem(id=f"re{k}", when_to_use=t, text=c, tags=("reme",), pattern=kind, seq=k)
+            for k, (t, c) in enumerate(((ta, la), (tb, lb)))]  # fmt: skip
+    out: dict[str, Any] = {"dup": dup, "why": why}
+    out["reasoning_bank_exact"] = len(rb_dedup(rb, 0.85, None)) == 1
+    out["reme"] = len(reme_dedup(reme, 0.85)) == 1
+    for name, e in embedders.items():
+        out[f"reasoning_bank_{name}"] = len(rb_dedup(rb, 0.85, e)) == 1
+        v = e.embed([la, lb])
+        out[f"content_cosine_{name}"] = float(v[0] @ v[1])
+    words = SequenceMatcher(None, _tokens(la), _tokens(lb), autojunk=False)
+    out["content_words"] = words.ratio()
+    return out
+
+
+def _pr(rows: list[dict[str, Any]], said: Any) -> dict[str, Any]:
+    tp = sum(1 for r in rows if said(r) and r["dup"])
+    fp = sum(1 for r in rows if said(r) and not r["dup"])
+    fn = sum(1 for r in rows if not said(r) and r["dup"])
+    return {
+        "precision": round(tp / (tp + fp), 3) if tp + fp else None,
+        "recall": round(tp / (tp + fn), 3) if tp + fn else None,
+        "false_merges": sorted({r["why"] for r in rows if said(r) and not r["dup"]}),
+    }
+
+
+def labelled_quality(path: Path, embedders: tuple[str, ...] = ("wordllama", "hashing")) -> Any:
+    """Precision and recall of each rule on the even groups (tuning) and the odd (held out).
+
+    The rules as shipped have nothing to tune; the candidate rules (a threshold on the
+    cosine of the two lessons, or on SequenceMatcher over their sorted content words) take
+    the threshold that maximises min(precision, recall) on the tuning half only.
+    """
+    pairs = load_labelled(path)
+    found = {n: get_embedder(n) for n in embedders}
+    rows = [(p[0] % 2, _scores(p, found)) for p in pairs]
+    halves = {"tune": [r for h, r in rows if h == 0], "held_out": [r for h, r in rows if h == 1]}
+    out: dict[str, Any] = {
+        "pairs": len(pairs),
+        "duplicates": sum(p[1] for p in pairs),
+        "tune_pairs": len(halves["tune"]),
+        "held_out_pairs": len(halves["held_out"]),
+        "rules": {},
+        "candidates": {},
+    }
+    shipped = ["reme", "reasoning_bank_exact", *(f"reasoning_bank_{n}" for n in found)]
+    for rule in shipped:
+        out["rules"][rule] = {h: _pr(rs, lambda r, k=rule: r[k]) for h, rs in halves.items()}
+    for feature in ["content_words", *(f"content_cosine_{n}" for n in found)]:
+        grid = [t / 100 for t in range(5, 100)]
+
+        def score(t: float, f: str = feature) -> float:
+            m = _pr(halves["tune"], lambda r: r[f] >= t)
+            return min(m["precision"] or 0.0, m["recall"] or 0.0)
+
+        best = max(grid, key=lambda t: (score(t), -t))
+        out["candidates"][feature] = {
+            "threshold": best,
+            **{h: _pr(rs, lambda r, f=feature, t=best: r[f] >= t) for h, rs in halves.items()},
+        }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="200")
-    ap.add_argument("--pairs", type=int, default=300)
+    ap.add_argument("--pairs", type=int, default=300, help="generated pairs (0: none)")
+    ap.add_argument("--labelled", default=str(Path(__file__).with_name("dedup_pairs.txt")),
+                    help="the hand-written labelled pairs ('': skip)")  # fmt: skip
     args = ap.parse_args()
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in (int(s) for s in args.sizes.split(",") if s):
         print(json.dumps(run_time(size)))
-    print(json.dumps(dedup_quality(args.pairs)))
+    if args.pairs:
+        print(json.dumps(dedup_quality(args.pairs)))
+    if args.labelled:
+        print(json.dumps(labelled_quality(Path(args.labelled)), indent=1))
 
 
 if __name__ == "__main__":
