@@ -13,7 +13,10 @@ stays and absorbs the newer one (its evidence is the older's).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
 
 from ._items import EvolveContext, EvolveItem
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
 
 __all__ = ["BRANCH", "TAG", "ReasoningBank", "entry_from"]
 
+Vectors = npt.NDArray[Any]
+BLOCK: Final = 256
 BRANCH: Final = "reasoning_bank"
 TAG: Final = "reasoning_bank"
 
@@ -117,14 +122,41 @@ def dedup(
             keep_of[k] = first.setdefault(" ".join(pool[k].body.lower().split()), k)
     else:
         vectors = embedder.embed([pool[k].body for k in entries])
-        kept: list[int] = []  # positions in ``entries`` of the entries kept so far
-        for pos, k in enumerate(entries):
-            if kept:
-                sims = vectors[kept] @ vectors[pos]
-                best = int(sims.argmax())
-                if float(sims[best]) >= threshold:
-                    keep_of[k] = entries[kept[best]]
-                    continue
-            kept.append(pos)
-            keep_of[k] = k
+        for k, pos in zip(entries, nearest_kept(vectors, threshold), strict=True):
+            keep_of[k] = entries[pos]
     return absorb(pool, {k: keeper for k, keeper in keep_of.items() if keeper != k})
+
+
+def nearest_kept(vectors: Vectors, threshold: float, block: int = BLOCK) -> list[int]:
+    """For each row in order: the most similar earlier row that was kept, if their cosine
+    reaches ``threshold`` (the earliest on a tie), else the row itself (it is kept).
+
+    The same answer as comparing each row with every kept row before it, one by one, but
+    in blocks: the kept rows before a block are compared with all of it in one matrix
+    product and only the block's own rows one by one, so 1e4 entries take a fraction of
+    a second instead of minutes (a matrix-vector product per row re-read every kept row).
+    """
+    keeper = list(range(len(vectors)))
+    kept: list[int] = []
+    for start in range(0, len(vectors), block):
+        rows = vectors[start : start + block]
+        prior = np.asarray(kept, dtype=np.intp)
+        before = vectors[prior] @ rows.T if len(prior) else None
+        inside = rows @ rows.T
+        local: list[int] = []  # rows of this block kept so far
+        for j in range(len(rows)):
+            best, sim = -1, -np.inf
+            if before is not None:
+                b = int(before[:, j].argmax())
+                best, sim = int(prior[b]), float(before[b, j])
+            if local:
+                sims = inside[local, j]
+                b = int(sims.argmax())
+                if float(sims[b]) > sim:  # strictly: an earlier kept row wins a tie
+                    best, sim = start + local[b], float(sims[b])
+            if best >= 0 and sim >= threshold:
+                keeper[start + j] = best
+            else:
+                local.append(j)
+        kept.extend(start + j for j in local)
+    return keeper

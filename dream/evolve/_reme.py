@@ -15,9 +15,13 @@ but wordy pattern outlive the lesson that replaced it).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from difflib import SequenceMatcher
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+import numpy.typing as npt
 
 from ._items import EvolveContext, EvolveItem, Model
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BRANCH", "TAG", "ReMe", "pattern_from"]
 
+Counts = npt.NDArray[Any]
 BRANCH: Final = "reme"
 TAG: Final = "reme"
 PROMPT: Final = (
@@ -115,11 +120,72 @@ class ReMe(Strategy):
         return dedup([*items, *self.extract(context, have)], self.threshold)
 
 
-def _similar(a: SequenceMatcher[str], b: SequenceMatcher[str], threshold: float) -> bool:
-    # The quick ratios are upper bounds of ratio(): most pairs are rejected without it.
-    return all(
-        m.real_quick_ratio() > threshold and m.quick_ratio() > threshold for m in (a, b)
-    ) and all(m.ratio() > threshold for m in (a, b))
+def _counts(texts: Sequence[str]) -> tuple[Counts, Counts]:
+    """Per text, how often each character occurs (a column per character), and its length."""
+    column: dict[str, int] = {}
+    for text in texts:
+        for ch in text:
+            column.setdefault(ch, len(column))
+    out = np.zeros((len(texts), max(len(column), 1)), dtype=np.int64)
+    for row, text in enumerate(texts):
+        for ch, n in Counter(text).items():
+            out[row, column[ch]] = n
+    return out, np.array([len(t) for t in texts], dtype=np.int64)
+
+
+def _quick(counts: Counts, lengths: Counts, rows: Counts, new: int) -> Counts:
+    """``SequenceMatcher.quick_ratio()`` of text ``new`` against each of ``rows``: twice the
+    characters they share (as multisets) over their total length, 1.0 for two empty texts."""
+    shared = np.minimum(counts[rows], counts[new]).sum(axis=1)
+    total = lengths[rows] + lengths[new]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, 2.0 * shared / total, 1.0)
+
+
+class _Above:
+    """Whether ``SequenceMatcher(None, old, new).ratio() > threshold``, for one ``new`` text
+    and many ``old`` ones, remembered per pair of texts (patterns of one task share their
+    ``when_to_use``).
+
+    The matching blocks ``ratio()`` counts form a common subsequence of the two texts, so
+    twice the longest common subsequence over their total length bounds it from above; that
+    length takes a few big-integer operations per character (bit-parallel, Allison-Dix), far
+    less than ``ratio()``, which then runs only for pairs the bound cannot reject.
+    """
+
+    def __init__(self, new: str, threshold: float, seen: dict[tuple[str, str], bool]) -> None:
+        self.new = new
+        self.threshold = threshold
+        self.seen = seen
+        self.masks: dict[str, int] | None = None
+        self.matcher: SequenceMatcher[str] | None = None
+
+    def lcs(self, old: str) -> int:
+        if self.masks is None:
+            self.masks = {}
+            for i, ch in enumerate(self.new):
+                self.masks[ch] = self.masks.get(ch, 0) | (1 << i)
+        full = (1 << len(self.new)) - 1
+        v = full
+        for ch in old:
+            u = v & self.masks.get(ch, 0)
+            v = ((v + u) | (v - u)) & full
+        return len(self.new) - v.bit_count()
+
+    def __call__(self, old: str) -> bool:
+        got = self.seen.get((old, self.new))
+        if got is None:
+            total = len(old) + len(self.new)
+            if total and 2.0 * self.lcs(old) / total <= self.threshold:
+                got = False
+            else:
+                if self.matcher is None:
+                    self.matcher = SequenceMatcher(None, autojunk=False)
+                    self.matcher.set_seq2(self.new)  # it caches what it learns of seq2
+                self.matcher.set_seq1(old)
+                got = self.matcher.ratio() > self.threshold
+            self.seen[(old, self.new)] = got
+        return got
 
 
 def dedup(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveItem]:
@@ -127,25 +193,37 @@ def dedup(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveItem]:
 
     Both ``when_to_use`` and the content must match: over the two joined, a pattern for
     another task with the same steps matched too (precision 0.67 on bench/bench_evolve.py's
-    labelled pairs, 0.98 with both).
+    generated pairs, 0.98 with both).
+
+    ``quick_ratio()`` bounds ``ratio()`` from above, so a pair whose quick ratio is not above
+    the threshold cannot match: it is computed for a new pattern against every kept one at
+    once (character counts, numpy); the pairs that pass meet a second bound (:class:`_Above`)
+    before ``ratio()``. The answer is the one-by-one comparison's
+    (tests/test_evolve_scale.py), which took minutes at 5,000 patterns.
     """
     order = sorted((k for k, i in enumerate(pool) if TAG in i.tags), key=lambda k: pool[k].seq)
     winner: dict[int, int] = {}  # pattern -> the newer pattern that superseded it
-    kept: list[int] = []
-    for k in order:
-        when = SequenceMatcher(None, autojunk=False)
-        what = SequenceMatcher(None, autojunk=False)
-        when.set_seq2(pool[k].when_to_use)  # SequenceMatcher caches what it learns of seq2
-        what.set_seq2(pool[k].text)
-        for old in list(kept):
-            if pool[old].pattern != pool[k].pattern:
-                continue
-            when.set_seq1(pool[old].when_to_use)
-            what.set_seq1(pool[old].text)
-            if _similar(when, what, threshold):
-                winner[old] = k
-                kept.remove(old)
-        kept.append(k)
+    when_counts, when_len = _counts([pool[k].when_to_use for k in order])
+    what_counts, what_len = _counts([pool[k].text for k in order])
+    kinds: dict[str, int] = {}
+    kind = np.array([kinds.setdefault(pool[k].pattern, len(kinds)) for k in order])
+    alive = np.zeros(len(order), dtype=bool)  # kept so far (positions in ``order``)
+    seen: dict[tuple[str, str], bool] = {}
+    for pos, k in enumerate(order):
+        rows = np.flatnonzero(alive[:pos] & (kind[:pos] == kind[pos]))
+        if len(rows):
+            rows = rows[_quick(when_counts, when_len, rows, pos) > threshold]
+        if len(rows):
+            rows = rows[_quick(what_counts, what_len, rows, pos) > threshold]
+        if len(rows):
+            when = _Above(pool[k].when_to_use, threshold, seen)
+            what = _Above(pool[k].text, threshold, seen)
+            for row in rows:  # in the order they were kept
+                old = order[row]
+                if when(pool[old].when_to_use) and what(pool[old].text):
+                    winner[old] = k
+                    alive[row] = False
+        alive[pos] = True
     final: dict[int, int] = {}
     for old, new in winner.items():
         while new in winner:
