@@ -21,6 +21,15 @@ Arms (every arm sees the same tasks and random numbers):
   and the other injected ones (``supported_by``), the outcome credits them (delta +-1, ACE
   counters, the survival ledger with a tick every 20 episodes), dead items are not
   recalled, and when the agent explores it asks gene advice (strategies as genes).
+* ``recall_ledger_evolve``: the full loop, the attempt also records its step ("use
+  <strategy>", failed or not), and every ``--evolve-every`` episodes (a session's end) the
+  pipeline ``ace >> reasoning_bank >> reme`` runs over the store with the default embedder
+  and the offline heuristics (ACE retires the items whose harmful share exceeds 0.5;
+  ReasoningBank and ReMe add an entry and a pattern per new attempt, deduplicated).
+
+An injected item that warns against a strategy (an evolved pitfall: "Failed: ..." or
+"Avoid: ...") is not followed: the agent leaves that strategy out when it explores. Only
+evolved entries are written that way, so the other arms are unaffected.
 
 Reported per arm: success rate on family tasks per window of episodes, overall success,
 tokens injected per task (characters / 4), how often anything was injected for an
@@ -35,6 +44,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import sys
 import tempfile
@@ -44,7 +54,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _living_memory import LivingMemory
 
-ARMS = ("none", "last_n", "living_memory", "recall", "recall_ledger")
+ARMS = ("none", "last_n", "living_memory", "recall", "recall_ledger", "recall_ledger_evolve")
+LEDGER_ARMS = ("recall_ledger", "recall_ledger_evolve")
+PITFALL = re.compile(r"(?m)^(?:Failed|Avoid): ")
 FAMILIES: dict[str, tuple[list[str], list[str]]] = {
     "deploy": (
         [
@@ -192,13 +204,15 @@ class World:
 class Arm:
     """One memory arm: ``inject(task)`` -> texts; ``learn(...)`` after the outcome."""
 
-    def __init__(self, name: str, root: str) -> None:
+    def __init__(self, name: str, root: str, evolve_every: int = 50) -> None:
         self.name = name
+        self.evolve_every = evolve_every
+        self.evolved: list[dict[str, int]] = []
         self.notes: list[str] = []
         self.lm = LivingMemory() if name == "living_memory" else None
         self.mem: Any = None
         self.recalled: list[Any] = []
-        if name in ("recall", "recall_ledger"):
+        if name in ("recall", *LEDGER_ARMS):
             from evolog import Memory
 
             self.mem = Memory(os.path.join(root, name), durability="none")
@@ -210,13 +224,13 @@ class Arm:
         if self.lm is not None:
             return [("", t) for t in self.lm.recall(task)]
         if self.mem is not None:
-            res = self.mem.recall(task, action_id=action_id, survival=self.name == "recall_ledger")
+            res = self.mem.recall(task, action_id=action_id, survival=self.name in LEDGER_ARMS)
             self.recalled = res.items
             return [(i.id, i.text) for i in res.items]
         return []
 
     def advise(self, family: str) -> tuple[str | None, set[str]]:
-        if self.name != "recall_ledger":
+        if self.name not in LEDGER_ARMS:
             return None, set()
         genes = [{"type": "Gene", "id": s} for s in FAMILIES[family][1]]
         a = self.mem.advise([f"family:{family}"], genes)
@@ -234,30 +248,34 @@ class Arm:
         episode: int,
     ) -> None:
         note = f"To {task}: use {strategy}."
-        if self.name == "recall_ledger":
-            from evolog.eventlog import Attempt, Outcome
+        if self.name in LEDGER_ARMS:
+            from evolog.eventlog import Attempt, Event, Outcome, Step
 
             others = [i for i in injected if i and i != followed]
             prov = {"decided_by": [followed] if followed else [], "supported_by": others}
-            self.mem.append_many(
-                [
-                    Attempt(
-                        id=action_id,
-                        action_id=action_id,
-                        task=task,
-                        gene=strategy,
-                        signals=[f"family:{family}"],
-                        **prov,
-                    ),
-                    Outcome(
-                        action_id=action_id,
-                        status="success" if ok else "failed",
-                        delta=1.0 if ok else -1.0,
-                        gene=strategy,
-                        **prov,
-                    ),
-                ]
+            events: list[Event] = [
+                Attempt(
+                    id=action_id,
+                    action_id=action_id,
+                    task=task,
+                    gene=strategy,
+                    signals=[f"family:{family}"],
+                    **prov,
+                )
+            ]
+            if self.name == "recall_ledger_evolve":
+                events.append(Step(action_id=action_id, index=0, action=f"use {strategy}",
+                                   ok=ok, error=None if ok else "the task failed"))  # fmt: skip
+            events.append(
+                Outcome(
+                    action_id=action_id,
+                    status="success" if ok else "failed",
+                    delta=1.0 if ok else -1.0,
+                    gene=strategy,
+                    **prov,
+                )
             )
+            self.mem.append_many(events)
             if episode % 20 == 19:
                 self.mem.tick()
         if not ok:
@@ -268,6 +286,16 @@ class Arm:
             self.lm.remember(family, note)
         elif self.mem is not None:
             self.mem.remember(family, note)
+
+    def end_of_session(self, episode: int) -> None:
+        """The evolution pipeline, every ``evolve_every`` episodes (evolve arm only)."""
+        if self.name != "recall_ledger_evolve" or episode % self.evolve_every:
+            return
+        report = self.mem.evolve("ace >> reasoning_bank >> reme")
+        self.evolved.append(
+            {"written": len(report.written), "retired": len(report.retired),
+             "items": report.items_after}  # fmt: skip
+        )
 
     def close(self) -> None:
         if self.mem is not None:
@@ -282,14 +310,18 @@ def strategy_in(text: str, family: str) -> str | None:
     return None
 
 
-def run_arm(name: str, world: World, follow: float, window: int) -> dict[str, Any]:
+def run_arm(
+    name: str, world: World, follow: float, window: int, evolve_every: int = 50
+) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix=f"evolog-loop-{name}-")
-    arm = Arm(name, root)
+    arm = Arm(name, root, evolve_every)
     wins: list[list[int]] = []
     chars: list[int] = []
     unrelated_injected = unrelated = 0
     try:
         for ep, (family, task) in enumerate(world.tasks):
+            if ep:
+                arm.end_of_session(ep)
             action_id = f"ep{ep}"
             injected = arm.inject(task, action_id)
             chars.append(sum(len(t) for _, t in injected))
@@ -300,14 +332,18 @@ def run_arm(name: str, world: World, follow: float, window: int) -> dict[str, An
             u_follow, u_ok, pick = world.draws[ep]
             strategies = FAMILIES[family][1]
             followed, choice = None, None
+            avoided: set[str] = set()
             for item_id, text in injected:
                 s = strategy_in(text, family)
-                if s is not None:
+                if s is not None and PITFALL.search(text):
+                    avoided.add(s)  # a warning, not advice to follow
+                elif s is not None:
                     if u_follow < follow:
                         followed, choice = item_id, s
                     break
             if choice is None:
                 preferred, banned = arm.advise(family)
+                banned = banned | avoided
                 allowed = [s for s in strategies if s not in banned] or list(strategies)
                 choice = preferred if preferred in allowed else allowed[pick % len(allowed)]
             right = strategies[world.rights[ep][family]]
@@ -325,6 +361,7 @@ def run_arm(name: str, world: World, follow: float, window: int) -> dict[str, An
         "windows": [sum(w) / len(w) if w else float("nan") for w in wins],
         "tokens_per_task": sum(chars) / max(len(chars), 1) / 4,
         "unrelated_injected": unrelated_injected / max(unrelated, 1),
+        "evolved": arm.evolved,
     }
 
 
@@ -345,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--follow", type=float, default=0.8)
     p.add_argument("--unrelated", type=float, default=0.2)
     p.add_argument("--arms", default=",".join(ARMS))
+    p.add_argument("--evolve-every", type=int, default=50, help="episodes per session")
     p.add_argument("--plot", help="write a PNG of success per window")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
@@ -353,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(args.seeds):
         world = World(seed, args.episodes, args.drift, args.unrelated)
         for a in arms:
-            runs[a].append(run_arm(a, world, args.follow, args.window))
+            runs[a].append(run_arm(a, world, args.follow, args.window, args.evolve_every))
         print(
             f"seed {seed}: " + "  ".join(f"{a} {runs[a][-1]['success']:.3f}" for a in arms),
             file=sys.stderr,
@@ -375,6 +413,11 @@ def main(argv: list[str] | None = None) -> int:
                 x["success"] - y["success"] for x, y in zip(runs["recall_ledger"], rs, strict=True)
             ]
             summary["arms"][a]["recall_ledger_minus_this"] = interval(diffs)
+        runs_evolved = [e for r in rs for e in r["evolved"]]
+        if runs_evolved:  # per pipeline run, over every run of every seed
+            summary["arms"][a]["per_evolve_run"] = {
+                k: interval([float(e[k]) for e in runs_evolved]) for k in runs_evolved[0]
+            }
     text = json.dumps(summary, indent=2)
     print(text)
     if args.json:

@@ -42,12 +42,25 @@ def test_world_drifts_and_mixes_unrelated_tasks() -> None:
 
 def test_bench_loop_runs_small(tmp_path: Path) -> None:
     out = tmp_path / "loop.json"
-    argv = ["--seeds", "2", "--episodes", "60", "--drift", "30", "--window", "30"]
+    argv = ["--seeds", "2", "--episodes", "60", "--drift", "30", "--window", "30",
+            "--evolve-every", "20"]  # fmt: skip
     assert main([*argv, "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     assert list(summary["arms"]) == list(ARMS)
-    for arm in ("recall", "recall_ledger", "living_memory", "none"):
+    for arm in ("recall", "recall_ledger", "recall_ledger_evolve", "living_memory", "none"):
         assert summary["arms"][arm]["unrelated_injected"]["mean"] == 0.0
     assert summary["arms"]["last_n"]["unrelated_injected"]["mean"] > 0.0
     assert len(summary["arms"]["none"]["windows"]) == 2
     assert "recall_ledger_minus_this" in summary["arms"]["none"]
+    evolved = summary["arms"]["recall_ledger_evolve"]["per_evolve_run"]  # runs at 20 and 40
+    assert evolved["written"]["mean"] > 0 and evolved["items"]["mean"] > 0
+    assert "per_evolve_run" not in summary["arms"]["recall_ledger"]
+
+
+def test_an_evolved_pitfall_is_avoided_not_followed() -> None:
+    from bench.bench_loop import PITFALL, strategy_in
+
+    pitfall = "Title: deploy x\nDescription: A pitfall\nFailed: use canary (the task failed)."
+    assert PITFALL.search(pitfall) and strategy_in(pitfall, "deploy") == "canary"
+    assert PITFALL.search("When to use: When the task is to ship\nPattern: failure\nAvoid: x")
+    assert not PITFALL.search("To the payments test fails randomly in ci: use retry.")
