@@ -207,8 +207,8 @@ Entry = tuple[str, str]  # (task, lesson)
 LabelledPair = tuple[int, bool, str, str, Entry, Entry]  # group, duplicate, why, kind, a, b
 _WORD = re.compile(r"[a-z0-9']+")
 _STOP = frozenset(
-    "a an the and or of to in on for with by is are was were be been it its this that then "
-    "than so as at from into only do does did".split()
+    re.findall(r"\w+", "a an the and or of to in on for with by is are was were be been it its")
+    + re.findall(r"\w+", "this that then than so as at from into only do does did")
 )
 
 
@@ -244,10 +244,11 @@ def _tokens(text: str) -> list[str]:
 def _scores(pair: LabelledPair, embedders: dict[str, Any]) -> dict[str, Any]:
     """What each rule (and each candidate rule) sees of one pair."""
     _, dup, why, kind, (ta, la), (tb, lb) = pair
+    both = ((ta, la), (tb, lb))
     rb = [EvolveItem(id=f"rb{k}", title=t, text=c, tags=("reasoning_bank",), seq=k)
-          for k, (t, c) in enumerate(((ta, la), (tb, lb)))]  # fmt: skip
+          for k, (t, c) in enumerate(both)]  # fmt: skip
     reme = [EvolveItem(id=f"re{k}", when_to_use=t, text=c, tags=("reme",), pattern=kind, seq=k)
-            for k, (t, c) in enumerate(((ta, la), (tb, lb)))]  # fmt: skip
+            for k, (t, c) in enumerate(both)]  # fmt: skip
     out: dict[str, Any] = {"dup": dup, "why": why}
     out["reasoning_bank_exact"] = len(rb_dedup(rb, 0.85, None)) == 1
     out["reme"] = len(reme_dedup(reme, 0.85)) == 1

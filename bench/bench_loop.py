@@ -293,8 +293,11 @@ class Arm:
             return
         report = self.mem.evolve("ace >> reasoning_bank >> reme")
         self.evolved.append(
-            {"written": len(report.written), "retired": len(report.retired),
-             "items": report.items_after}  # fmt: skip
+            {
+                "written": len(report.written),
+                "retired": len(report.retired),
+                "items": report.items_after,
+            }
         )
 
     def close(self) -> None:

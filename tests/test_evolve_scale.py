@@ -20,7 +20,22 @@ from evolog.dream.evolve._reasoning_bank import nearest_kept
 from evolog.dream.evolve._reme import dedup as reme_dedup
 from evolog.projections import get_embedder
 
-WORDS = "read logs patch code run tests deploy staging roll back add index clear cache".split()
+WORDS = [
+    "read",
+    "logs",
+    "patch",
+    "code",
+    "run",
+    "tests",
+    "deploy",
+    "staging",
+    "roll",
+    "back",
+    "add",
+    "index",
+    "clear",
+    "cache",
+]
 TASKS = ["fix the login service", "fix the orders query", "debug the login service", ""]
 
 
@@ -47,7 +62,9 @@ def reference_reme(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveI
             if pool[old].pattern != pool[k].pattern:
                 continue
             pairs = [(pool[old].when_to_use, pool[k].when_to_use), (pool[old].text, pool[k].text)]
-            if all(SequenceMatcher(None, a, b, autojunk=False).ratio() > threshold for a, b in pairs):
+            if all(
+                SequenceMatcher(None, a, b, autojunk=False).ratio() > threshold for a, b in pairs
+            ):
                 winner[old] = k
                 kept.remove(old)
         kept.append(k)
@@ -71,8 +88,16 @@ def _patterns(rng: random.Random, n: int) -> list[EvolveItem]:
         if rng.random() < 0.5:  # a near copy: one character changed, or a word added
             text = text[:-1] + "x" if text and rng.random() < 0.5 else f"{text} {rng.choice(WORDS)}"
         tags = ("reme",) if rng.random() < 0.9 else ("other",)
-        out.append(EvolveItem(id=f"p{k}", when_to_use=when, text=text, tags=tags,
-                              pattern=rng.choice(("success", "failure")), seq=rng.randrange(n)))  # fmt: skip
+        out.append(
+            EvolveItem(
+                id=f"p{k}",
+                when_to_use=when,
+                text=text,
+                tags=tags,
+                pattern=rng.choice(("success", "failure")),
+                seq=rng.randrange(n),
+            )
+        )
     return out
 
 
@@ -102,8 +127,9 @@ def test_blocked_cosine_dedup_equals_the_one_by_one_comparison(seed: int) -> Non
 def test_reasoning_bank_dedup_on_entries_equals_the_reference() -> None:
     rng = random.Random(3)
     entries = [
-        EvolveItem(id=f"rb{k}", title=rng.choice(TASKS), text=_text(rng),
-                   tags=("reasoning_bank",), seq=k)  # fmt: skip
+        EvolveItem(
+            id=f"rb{k}", title=rng.choice(TASKS), text=_text(rng), tags=("reasoning_bank",), seq=k
+        )
         for k in range(600)
     ]
     embedder = get_embedder("hashing")

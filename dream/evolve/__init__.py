@@ -67,8 +67,7 @@ def pipeline(expression: str, options: Mapping[str, Mapping[str, Any]] | None = 
     for name, settings in (options or {}).items():
         if name not in STRATEGIES:
             raise SettingError(
-                f"options: expected a strategy name ({', '.join(sorted(STRATEGIES))}); "
-                f"got {name!r}"
+                f"options: expected a strategy name ({', '.join(sorted(STRATEGIES))}); got {name!r}"
             )
         factory = functools.partial(STRATEGIES[name], **settings)
         try:
