@@ -63,6 +63,16 @@ def test_remember_recall_feedback_compress(tmp_path: Path) -> None:
         evolog(store, "recall", "deploy the web service", "--format", "json", "--no-record").stdout
     )
     assert js["items"][0]["helpful"] == 1
+    # A verdict about one attempt replaces what that attempt's outcome said of the item.
+    outcome = json.dumps({"kind": "outcome", "action_id": "a1", "status": "success",
+                          "supported_by": [item]})  # fmt: skip
+    assert evolog(store, "append", outcome).returncode == 0
+    fb = evolog(store, "feedback", item, "harmful", "--action-id", "a1")
+    assert fb.returncode == 0, fb.stderr
+    js = json.loads(
+        evolog(store, "recall", "deploy the web service", "--format", "json", "--no-record").stdout
+    )
+    assert (js["items"][0]["helpful"], js["items"][0]["harmful"]) == (1, 1)
     assert json.loads(evolog(store, "compress").stdout)["archived"] == {}
 
 
