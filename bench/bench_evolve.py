@@ -1,7 +1,7 @@
 """Memory evolution: run time of ``ace >> reasoning_bank >> reme`` and dedup quality.
 
 Run time: a store with N items (N/2 notes with feedback, N/2 traces of tasks drawn from 200
-templates, one in four failed), one offline run (hashing embedder, heuristics), then a
+templates, one in four failed), one offline run (``--embedder``, heuristics), then a
 check that the appended events replay to the items the pipeline returned.
 
 Dedup quality, two labelled sets; each strategy's dedup rule is applied to each pair as it
@@ -112,9 +112,9 @@ def _view(items: list[EvolveItem]) -> list[tuple[Any, ...]]:
                   for i in items)  # fmt: skip
 
 
-def run_time(size: int, seed: int = 7) -> dict[str, Any]:
+def run_time(size: int, seed: int = 7, embedder_name: str = "hashing") -> dict[str, Any]:
     rng = random.Random(seed)
-    embedder = get_embedder("hashing")
+    embedder = get_embedder(embedder_name)
     with tempfile.TemporaryDirectory() as tmp, Memory(Path(tmp) / "mem", durability="batch") as mem:
         for n in range(size // 2):
             what = f"{rng.choice(_VERBS)} {rng.choice(_OBJECTS)} then {rng.choice(_ACTIONS)}"
@@ -134,6 +134,7 @@ def run_time(size: int, seed: int = 7) -> dict[str, Any]:
         replayed, _ = stage(mem.log, embedder=embedder)
         return {
             "size": size,
+            "embedder": embedder.name,
             "seconds": round(seconds, 3),
             "cpu_seconds": round(cpu, 3),  # this process only: a proxy on a loaded machine
             "events": len(report.events),
@@ -319,12 +320,13 @@ def labelled_quality(path: Path, embedders: tuple[str, ...] = ("wordllama", "has
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="200")
+    ap.add_argument("--embedder", default="hashing", help="for the run time (hashing, wordllama)")
     ap.add_argument("--pairs", type=int, default=300, help="generated pairs (0: none)")
     ap.add_argument("--labelled", default=str(Path(__file__).with_name("dedup_pairs.txt")),
                     help="the hand-written labelled pairs ('': skip)")  # fmt: skip
     args = ap.parse_args()
     for size in (int(s) for s in args.sizes.split(",") if s):
-        print(json.dumps(run_time(size)))
+        print(json.dumps(run_time(size, embedder_name=args.embedder)))
     if args.pairs:
         print(json.dumps(dedup_quality(args.pairs)))
     if args.labelled:
