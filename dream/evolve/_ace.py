@@ -3,11 +3,12 @@
 Counters come from the log (the item fold's evidence: ``feedback`` ratings, and outcomes
 of the attempts the item decided or supported — success helpful, failure harmful, partial
 neutral — one verdict per item and attempt, which a feedback naming that attempt replaces;
-see :mod:`evolog.projections.memory._fold`). :meth:`ACE.reflect` turns feedback that carries only text (no rating) into a
-verdict, with a model or the offline word heuristic, and records which feedback it read so
-no later run counts it again. :meth:`ACE.evolve` reflects, then drops items whose harmful
-share exceeds ``harmful_share`` (0.5) and, when ``curate_threshold`` is set, items whose
-score (:func:`~._items.ace_score`) is below it. ``backbone`` items are never dropped.
+see :mod:`evolog.projections.memory._fold`). :meth:`ACE.reflect` turns feedback that
+carries only text (no rating) into a verdict, with a model or the offline word heuristic,
+and records which feedback it read so no later run counts it again. :meth:`ACE.evolve`
+reflects, then drops items whose harmful share exceeds ``harmful_share`` (0.5) and, when
+``curate_threshold`` is set, items whose score (:func:`~._items.ace_score`) is below it.
+``backbone`` items are never dropped.
 """
 
 from __future__ import annotations
