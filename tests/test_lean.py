@@ -127,6 +127,17 @@ def test_a_stale_or_missing_rows_file_falls_back_to_usearch(tmp_path: Path) -> N
     assert VectorIndex.open(index.embedder, str(tmp_path))._rows is None
 
 
+def test_rows_beside_a_usearch_file_of_another_save_are_not_used(tmp_path: Path) -> None:
+    index = _index(tmp_path, 50)
+    (usearch,) = tmp_path.glob("vectors-*.usearch")
+    older = usearch.read_bytes()
+    index.add("fresh", ["tune the garbage collector"])
+    index.save()
+    usearch.write_bytes(older)  # as if a crash left the usearch file of the save before
+    reopened = VectorIndex.open(index.embedder, str(tmp_path))
+    assert reopened._rows is None and len(reopened) == 0  # rebuilt, as it always was
+
+
 def test_a_changed_index_is_searched_through_usearch_until_saved(tmp_path: Path) -> None:
     index = _index(tmp_path, 50)
     index.add("fresh", ["tune the garbage collector"])

@@ -6,7 +6,9 @@
 * ``vectors-<embedder>.meta``: the key map (:class:`Meta`), naming the rows file's token.
 
 The key map is renamed into place last, so it never names rows of another save; rows whose
-token, count or size disagree with it are not used (the usearch file is searched instead).
+token, count or size disagree with it are not used (the usearch file is searched instead),
+nor are rows beside a usearch file of another save (the key map records its size and
+modification time), so the usearch file is checked as before whenever it may be read.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Meta(msgspec.Struct):
     texts: msgspec.Raw  # list[str] per key, decoded only to change the index
     graph: str = ""
     rows: str = ""  # the token of the rows file written with it ("" = none)
+    usearch: tuple[int, int] = (0, 0)  # size and mtime_ns of the usearch file saved with it
 
 
 class Lazy(msgspec.Struct):
@@ -53,6 +56,17 @@ class Lazy(msgspec.Struct):
     nodes: list[str]
     texts: msgspec.Raw
 
+    def decode(self) -> tuple[dict[int, tuple[str, str]], dict[str, dict[str, int]]]:
+        """The whole key map: key -> (node, text), and node -> {text: key}."""
+        texts = msgspec.msgpack.decode(self.texts, type=list[str])
+        nodes = [self.nodes[i] for i in self.node_of]
+        entries: dict[int, tuple[str, str]] = {}
+        by_node: dict[str, dict[str, int]] = {}
+        for key, node, text in zip(self.keys.tolist(), nodes, texts, strict=True):
+            entries[key] = (node, text)
+            by_node.setdefault(node, {})[text] = key
+        return entries, by_node
+
 
 class SavedRows(msgspec.Struct):
     """The saved vectors as float16 rows in key order, and the node of each row."""
@@ -60,6 +74,12 @@ class SavedRows(msgspec.Struct):
     data: Any  # float16 buffer
     node_of: memoryview  # int32 per row: position in ``nodes``
     nodes: list[str]
+    dim: int
+
+    def search(self, query: memoryview, count: int) -> list[tuple[str, float]]:
+        """The ``count`` best rows for ``query`` (float32), as (node, score), best first."""
+        hits = kernels.topk(self.data, self.dim, query, count)
+        return [(self.nodes[self.node_of[row]], score) for row, score in hits]
 
 
 def cache_paths(directory: str, embedder: str) -> tuple[str, str, str]:
@@ -82,14 +102,18 @@ def usearch_index(dim: int, view: str | None = None) -> Any:
     return index
 
 
-def map_rows(
-    path: str, token: str, dim: int, node_of: memoryview, nodes: list[str]
-) -> SavedRows | None:
-    """The rows file written with a key map (its token, one row per key), mapped; or None
-    where it is missing or another's, or the kernels that search it are not built."""
+def map_rows(paths: tuple[str, str, str], meta: Meta, node_of: memoryview) -> SavedRows | None:
+    """The rows file written with a key map (its token, one row per key, beside the usearch
+    file of the same save), mapped; or None where it is missing or another's, or the
+    kernels that search it are not built."""
+    index_path, _, path = paths
+    token, dim, nodes = meta.rows, meta.dim, meta.nodes
     if not token or kernels is None:
         return None
     try:
+        st = os.stat(index_path)
+        if (st.st_size, st.st_mtime_ns) != tuple(meta.usearch):
+            return None
         with open(path, "rb") as f:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
@@ -99,7 +123,7 @@ def map_rows(
         return None
     if _HEADER.unpack_from(data) != (_MAGIC, bytes.fromhex(token), count, dim):
         return None
-    return SavedRows(memoryview(data)[_HEADER.size :], node_of, nodes)
+    return SavedRows(memoryview(data)[_HEADER.size :], node_of, nodes, dim)
 
 
 def write_files(paths: tuple[str, str, str], meta: Meta, index: Any, keys: Any) -> None:
@@ -109,6 +133,8 @@ def write_files(paths: tuple[str, str, str], meta: Meta, index: Any, keys: Any) 
     try:
         os.makedirs(os.path.dirname(index_path), exist_ok=True)
         index.save(index_path + ".tmp")
+        st = os.stat(index_path + ".tmp")  # a rename keeps both
+        meta.usearch = (st.st_size, st.st_mtime_ns)
         with open(rows_path + ".tmp", "wb") as f:
             f.write(_HEADER.pack(_MAGIC, bytes.fromhex(meta.rows), len(keys), meta.dim))
             for start in range(0, len(keys), 65536):

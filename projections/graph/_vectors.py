@@ -137,7 +137,7 @@ class VectorIndex:
         node_of = memoryview(meta.node_of).cast("i")
         if len(node_of) != len(keys) or (len(node_of) and max(node_of) >= len(meta.nodes)):
             return
-        rows = files.map_rows(self._paths()[2], meta.rows, self.embedder.dim, node_of, meta.nodes)
+        rows = files.map_rows(self._paths(), meta, node_of)
         if rows is None:
             # No usable rows: the usearch file is read now and checked as it always was.
             loaded = files.usearch_index(self.embedder.dim)
@@ -153,24 +153,16 @@ class VectorIndex:
         self._entries_map = None
 
     def wants_rows(self) -> bool:
-        """Whether saving would let later processes search without numpy (the index has
-        vectors but its rows file is missing or stale, and the kernels are built)."""
+        """Whether saving would let later cold processes search it without numpy."""
         return kernels is not None and self._rows is None and len(self) > 0
 
     @property
     def _entries(self) -> dict[int, tuple[str, str]]:
         """key -> (node, text), decoded from the cache file on first use."""
         if self._entries_map is None:
-            lazy = self._lazy
-            assert lazy is not None
-            texts = msgspec.msgpack.decode(lazy.texts, type=list[str])
-            nodes = [lazy.nodes[i] for i in lazy.node_of]
-            entries: dict[int, tuple[str, str]] = {}
-            by_node: dict[str, dict[str, int]] = {}
-            for key, node, text in zip(lazy.keys.tolist(), nodes, texts, strict=True):
-                entries[key] = (node, text)
-                by_node.setdefault(node, {})[text] = key
-            self._entries_map, self._by_node_map, self._lazy = entries, by_node, None
+            assert self._lazy is not None
+            self._entries_map, self._by_node_map = self._lazy.decode()
+            self._lazy = None
         return self._entries_map
 
     @property
@@ -191,8 +183,7 @@ class VectorIndex:
         return None
 
     def _writable(self) -> Any:
-        """The usearch index, read in full if it was only mapped; its saved rows no longer
-        describe it once it changes."""
+        """The usearch index, read in full if it was only mapped (its rows go stale)."""
         self._rows = None
         if self._viewed:
             index_path = self._paths()[0]
@@ -253,8 +244,7 @@ class VectorIndex:
         paths = self._paths()
         files.write_files(paths, meta, self._index, keys)
         # Searched from now on as a cold process will search it.
-        node_rows = memoryview(meta.node_of).cast("i")
-        self._rows = files.map_rows(paths[2], meta.rows, self.embedder.dim, node_rows, meta.nodes)
+        self._rows = files.map_rows(paths, meta, memoryview(meta.node_of).cast("i"))
 
     # -- contents -----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -386,11 +376,7 @@ class VectorIndex:
         count = min(size, k * 4)
         rows = self._rows
         if rows is not None and kernels is not None and self._staged is None and exact is not False:
-            return files.best_per_node(
-                [(rows.nodes[rows.node_of[row]], score)
-                 for row, score in kernels.topk(rows.data, self.embedder.dim, query, count)],
-                k,
-            )  # fmt: skip
+            return files.best_per_node(rows.search(query, count), k)
         import numpy as np
 
         array = np.frombuffer(query, np.float32)
