@@ -22,9 +22,9 @@ Arms (every arm sees the same tasks and random numbers):
   counters, the survival ledger with a tick every 20 episodes), dead items are not
   recalled, and when the agent explores it asks gene advice (strategies as genes).
 * ``recall_ledger_evolve``: the full loop, the attempt also records its step ("use
-  <strategy>", failed or not), and every ``--evolve-every`` episodes (a session's end) the
-  pipeline ``ace >> reasoning_bank >> reme`` runs over the store with the default embedder
-  and the offline heuristics (ACE retires the items whose harmful share exceeds 0.5;
+  <strategy>", failed or not), and every ``--evolve-every`` episodes (a session's end)
+  ``--pipeline`` (``ace >> reasoning_bank >> reme``) runs over the store with the default
+  embedder and the offline heuristics (ACE retires the items whose harmful share exceeds 0.5;
   ReasoningBank and ReMe add an entry and a pattern per new attempt, deduplicated).
 
 An injected item that warns against a strategy (an evolved pitfall: "Failed: ..." or
@@ -56,6 +56,7 @@ from _living_memory import LivingMemory
 
 ARMS = ("none", "last_n", "living_memory", "recall", "recall_ledger", "recall_ledger_evolve")
 LEDGER_ARMS = ("recall_ledger", "recall_ledger_evolve")
+PIPELINE = "ace >> reasoning_bank >> reme"
 PITFALL = re.compile(r"(?m)^(?:Failed|Avoid): ")
 FAMILIES: dict[str, tuple[list[str], list[str]]] = {
     "deploy": (
@@ -204,9 +205,12 @@ class World:
 class Arm:
     """One memory arm: ``inject(task)`` -> texts; ``learn(...)`` after the outcome."""
 
-    def __init__(self, name: str, root: str, evolve_every: int = 50) -> None:
+    def __init__(
+        self, name: str, root: str, evolve_every: int = 50, pipeline: str = PIPELINE
+    ) -> None:
         self.name = name
         self.evolve_every = evolve_every
+        self.pipeline = pipeline
         self.evolved: list[dict[str, int]] = []
         self.notes: list[str] = []
         self.lm = LivingMemory() if name == "living_memory" else None
@@ -291,7 +295,7 @@ class Arm:
         """The evolution pipeline, every ``evolve_every`` episodes (evolve arm only)."""
         if self.name != "recall_ledger_evolve" or episode % self.evolve_every:
             return
-        report = self.mem.evolve("ace >> reasoning_bank >> reme")
+        report = self.mem.evolve(self.pipeline)
         self.evolved.append(
             {
                 "written": len(report.written),
@@ -314,10 +318,15 @@ def strategy_in(text: str, family: str) -> str | None:
 
 
 def run_arm(
-    name: str, world: World, follow: float, window: int, evolve_every: int = 50
+    name: str,
+    world: World,
+    follow: float,
+    window: int,
+    evolve_every: int = 50,
+    pipeline: str = PIPELINE,
 ) -> dict[str, Any]:
     root = tempfile.mkdtemp(prefix=f"evolog-loop-{name}-")
-    arm = Arm(name, root, evolve_every)
+    arm = Arm(name, root, evolve_every, pipeline)
     wins: list[list[int]] = []
     chars: list[int] = []
     unrelated_injected = unrelated = 0
@@ -386,6 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--unrelated", type=float, default=0.2)
     p.add_argument("--arms", default=",".join(ARMS))
     p.add_argument("--evolve-every", type=int, default=50, help="episodes per session")
+    p.add_argument("--pipeline", default=PIPELINE, help="what the evolve arm runs")
     p.add_argument("--plot", help="write a PNG of success per window")
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
@@ -394,7 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(args.seeds):
         world = World(seed, args.episodes, args.drift, args.unrelated)
         for a in arms:
-            runs[a].append(run_arm(a, world, args.follow, args.window, args.evolve_every))
+            runs[a].append(
+                run_arm(a, world, args.follow, args.window, args.evolve_every, args.pipeline)
+            )
         print(
             f"seed {seed}: " + "  ".join(f"{a} {runs[a][-1]['success']:.3f}" for a in arms),
             file=sys.stderr,

@@ -64,3 +64,14 @@ def test_an_evolved_pitfall_is_avoided_not_followed() -> None:
     assert PITFALL.search(pitfall) and strategy_in(pitfall, "deploy") == "canary"
     assert PITFALL.search("When to use: When the task is to ship\nPattern: failure\nAvoid: x")
     assert not PITFALL.search("To the payments test fails randomly in ci: use retry.")
+
+
+def test_the_evolve_arm_runs_the_pipeline_it_is_given(tmp_path: Path) -> None:
+    out = tmp_path / "loop.json"
+    argv = ["--seeds", "1", "--episodes", "45", "--drift", "30", "--window", "45",
+            "--evolve-every", "20", "--arms", "recall_ledger_evolve"]  # fmt: skip
+    argv += ["--pipeline", "ace"]
+    assert main([*argv, "--json", str(out)]) == 0
+    evolved = json.loads(out.read_text())["arms"]["recall_ledger_evolve"]["per_evolve_run"]
+    assert evolved["written"]["mean"] == 0.0  # ACE alone writes no entries, only retires
+    assert evolved["items"]["mean"] > 0
