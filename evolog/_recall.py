@@ -105,8 +105,8 @@ def recall(
         fold = index.refresh(snap, log)
         dead = index.dead_entries(log, snap) if survival and fold.state.items else frozenset()
         index.save_if_due(snap)
-    candidates, null = rank(
-        fold, query, cfg, dead=dead, include_dead=include_dead, branches=branches
+    candidates, null, considered = rank(
+        fold, query, cfg, dead=dead, include_dead=include_dead, branches=branches, limit=limit
     )
     chosen = [c for c in candidates if c.applies][:limit]
     items = [fold.state.items[c.id] for c in chosen]
@@ -148,7 +148,7 @@ def recall(
         query=query,
         text=text,
         items=out,
-        considered=len(candidates),
+        considered=considered,
         null_similarity=null,
         chars=len(text),
         budget=budget,

@@ -87,17 +87,19 @@ def remember(
         dead = index.dead_entries(log, snap) if fold.state.items else frozenset()
     env = {"id": new_id(), **env}
     note, superseded = write_note(fold, branch, text, tag_list, cfg, dead=dead, **env)
-    seq = log.append(note)
-    item = superseded or note.id
-    compressed = None
-    sources: list[str] = []
-    with log.snapshot() as snap:
-        fold = index.refresh(snap, log)
-        merge = compression_note(fold, branch, cfg) if branch != BACKBONE else None
+    # The compression a write triggers is decided before the write and appended with it
+    # as one batch: a crash can leave neither, or both, never the note alone.
+    merge = compression_note(fold, branch, cfg, pending=note) if branch != BACKBONE else None
+    batch = [note]
     if merge is not None:
-        merge = msgspec.structs.replace(merge, **{**env, "id": new_id()})
-        log.append(merge)
-        compressed, sources = merge.id, list(merge.sources)
+        # Named after the note, so a retried write (the same envelope id) appends neither
+        # twice: both ids are known to the log.
+        merge = msgspec.structs.replace(merge, **{**env, "id": f"compress:{note.id}"})
+        batch.append(merge)
+    seq = log.append_many(batch)[0]
+    item = superseded or note.id
+    compressed = merge.id if merge is not None else None
+    sources = list(merge.sources) if merge is not None else []
     with log.snapshot() as snap:
         index.refresh(snap, log)
         index.save_if_due(snap)

@@ -16,6 +16,7 @@ from evolog.advice.recall import render
 from evolog.advice.recall._block import entry_text
 from evolog.eventlog import Constraint, Note, Outcome
 from evolog.projections.memory import ItemIndex, MemoryConfig, MemoryItem
+from evolog.projections.memory._fold import MAPS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import MEMORY_WORDS, memory_ops, texts
@@ -31,8 +32,12 @@ QUERIES = (
 
 
 def canonical(index: ItemIndex) -> Any:
-    state = msgspec.to_builtins(index.fold.state)
-    state["postings"] = {t: sorted(ids) for t, ids in state["postings"].items()}
+    """The fold state as plain data, whether its maps are dicts or checkpoint views."""
+    st = index.fold.state
+    state = msgspec.to_builtins(msgspec.structs.replace(st, **{m: {} for m in MAPS}))
+    for m in MAPS:
+        state[m] = msgspec.to_builtins(dict(sorted(getattr(st, m).items())))
+    state["postings"] = {t: dict(sorted(ids.items())) for t, ids in state["postings"].items()}
     return state
 
 
@@ -80,6 +85,7 @@ def test_incremental_equals_rebuild_and_the_cache_changes_no_answer(ops: list[An
             live = canonical(mem._items())
         with Memory(os.path.join(root, "s")) as fresh:  # loads the checkpoint, if any
             assert [fresh.recall(q, record=False) for q in QUERIES] == answers
+            assert canonical(fresh._items()) == live
         shutil.rmtree(os.path.join(root, "s", "cache"), ignore_errors=True)
         with Memory(os.path.join(root, "s")) as rebuilt:
             assert [rebuilt.recall(q, record=False) for q in QUERIES] == answers

@@ -1,7 +1,8 @@
 """Recall ranking: which memory items to inject for a query, and why.
 
 For each active item sharing a word with the query (found through the fold's postings, so
-a query never scores the whole store)::
+a query never scores the whole store; with a ``limit``, only those that can still reach the
+top ``limit`` are scored, see :func:`rank`)::
 
     similarity = cosine(query TF-IDF, item TF)                  (Living Memory's retrieval)
     decay      = exp(-lambda * (S - snapshot) / S)              (1 on the backbone)
@@ -22,6 +23,7 @@ are never candidates. Ties break by item id, so a given log always gives the sam
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Collection
 from functools import lru_cache
@@ -36,6 +38,11 @@ from ..routing._background import BACKGROUND_TASKS
 __all__ = ["Candidate", "rank"]
 
 _EPS: Final = 1e-12
+_SLACK: Final = 1e-9
+_MAX_QUALITY: Final = 1.5
+"""0.5 + an ACE score of 1: no item's quality is higher."""
+_ROUNDING: Final = 1e-6
+"""Scores are rounded to 6 places: a bound this far below a score cannot tie it."""
 
 
 class Candidate(msgspec.Struct, frozen=True):
@@ -54,8 +61,22 @@ class Candidate(msgspec.Struct, frozen=True):
 
 
 @lru_cache(maxsize=1)
-def _background() -> tuple[dict[str, float], ...]:
-    return tuple(term_freqs(t) for t in BACKGROUND_TASKS)
+def _background() -> tuple[tuple[dict[str, float], ...], dict[str, list[int]]]:
+    """The generic tasks' term frequencies and, per word, the tasks having it (a query's
+    cosine with a task sharing none of its words is 0: only the others are computed)."""
+    tfs = tuple(term_freqs(t) for t in BACKGROUND_TASKS)
+    by_word: dict[str, list[int]] = {}
+    for i, tf in enumerate(tfs):
+        for word in tf:
+            by_word.setdefault(word, []).append(i)
+    return tfs, by_word
+
+
+def _null(q: dict[str, float], qn: float) -> float:
+    """The query's best cosine with a generic task."""
+    tfs, by_word = _background()
+    near = sorted({i for t in q for i in by_word.get(t, ())})
+    return max((_cos(q, qn, tfs[i]) for i in near), default=0.0)
 
 
 def _weighted(fold: ItemFold, query: str) -> dict[str, float]:
@@ -78,39 +99,88 @@ def rank(
     dead: Collection[str] = frozenset(),
     include_dead: bool = False,
     branches: Collection[str] | None = None,
-) -> tuple[list[Candidate], float]:
-    """Every candidate that shares a word with ``query``, best first, and the query's
-    null similarity (its best cosine to a generic task)."""
+    limit: int | None = None,
+) -> tuple[list[Candidate], float, int]:
+    """Candidates for ``query`` best first, the query's null similarity (its best cosine
+    to a generic task) and how many active items share a word with it.
+
+    With ``limit`` None every candidate is scored and returned. With a ``limit`` only
+    enough are scored to know the first ``limit`` that apply, which are the same, in the
+    same order, as the exhaustive ranking's (property-tested): each item's cosine is summed
+    from the postings' weights first, an item whose cosine cannot reach the applicability
+    floor, or whose score (cosine x decay <= 1 x quality <= 1.5) cannot reach the threshold
+    is never scored, and the rest are scored in the order of that bound until the next
+    bound is below the ``limit``-th score found.
+    """
     q = _weighted(fold, query)
     qn = math.sqrt(math.fsum(w * w for w in q.values()))
     if qn == 0.0:
-        return [], 0.0
-    null = max((_cos(q, qn, tf) for tf in _background()), default=0.0)
-    ids: set[str] = set()
-    for token in q:
-        ids.update(fold.state.postings.get(token, ()))
+        return [], 0.0, 0
+    null = _null(q, qn)
+    dots: dict[str, float] = {}
+    postings = fold.state.postings
+    for token, w in q.items():
+        found = postings.get(token)
+        if found:
+            for item_id, weight in found.items():
+                dots[item_id] = dots.get(item_id, 0.0) + w * weight
     total = max(fold.state.activity, 1)
-    out: list[Candidate] = []
-    for item_id in ids:
-        item = fold.state.items[item_id]
-        if not item.active or (branches is not None and item.branch not in branches):
+    items = fold.state.items
+    if limit is None:
+        out: list[Candidate] = []
+        for item_id in dots:
+            item = items[item_id]
+            if _excluded(item, dead, include_dead, branches):
+                continue
+            out.append(_candidate(item, _measure(fold, item, q, qn, total, cfg), null, cfg))
+        out.sort(key=lambda c: (-c.score, c.id))
+        return out, round(null, 6), len(dots)
+    # The bound is the summed cosine widened far past float rounding (the exact cosine is
+    # a different summation of the same products), so pruning never drops an item the
+    # exhaustive ranking would keep.
+    floor = max(cfg.min_similarity, null + cfg.min_margin) - _EPS
+    bounded: list[tuple[float, str]] = []
+    for item_id, dot in dots.items():
+        sim = dot / qn * (1 + _SLACK) + _SLACK
+        if sim < floor or sim * _MAX_QUALITY + _EPS < cfg.retrieval_threshold:
             continue
         if item_id in dead and not include_dead:
             continue
-        out.append(_score(fold, item, q, qn, null, total, cfg))
-    out.sort(key=lambda c: (-c.score, c.id))
-    return out, round(null, 6)
+        bounded.append((-sim * _MAX_QUALITY, item_id))
+    bounded.sort()
+    if limit <= 0:
+        return [], round(null, 6), len(dots)
+    kept: list[tuple[float, str, Candidate]] = []  # the best that apply, best first
+    for neg, item_id in bounded:
+        if len(kept) >= limit and -neg + _ROUNDING < -kept[-1][0]:
+            break  # no item left can reach the top ``limit``, even after rounding
+        item = items[item_id]
+        if _excluded(item, dead, include_dead, branches):
+            continue
+        m = _measure(fold, item, q, qn, total, cfg)
+        key = (-round(m[0], 6), item_id)
+        if _verdict(m, null, cfg) is not None or (len(kept) >= limit and key > kept[-1][:2]):
+            continue
+        bisect.insort(kept, (*key, _candidate(item, m, null, cfg)))
+        del kept[limit:]
+    return [c for _, _, c in kept], round(null, 6), len(dots)
 
 
-def _score(
-    fold: ItemFold,
-    item: MemoryItem,
-    q: dict[str, float],
-    qn: float,
-    null: float,
-    total: int,
-    cfg: MemoryConfig,
-) -> Candidate:
+def _excluded(
+    item: MemoryItem, dead: Collection[str], include_dead: bool, branches: Collection[str] | None
+) -> bool:
+    if not item.active or (branches is not None and item.branch not in branches):
+        return True
+    return item.id in dead and not include_dead
+
+
+Measure = tuple[float, float, float, float, tuple[int, int, int]]
+"""An item's score, similarity, decay, quality and ACE counters."""
+
+
+def _measure(
+    fold: ItemFold, item: MemoryItem, q: dict[str, float], qn: float, total: int, cfg: MemoryConfig
+) -> Measure:
     sim = _cos(q, qn, item.tf)
     if item.branch == BACKBONE and not cfg.backbone_decays:
         decay = 1.0
@@ -120,21 +190,30 @@ def _score(
     h, x, n = fold.evidence(item)
     ace = 0.5 if h + x + n == 0 else h / (h + x + n)
     quality = 0.5 + ace
-    score = sim * decay * quality
+    return sim * decay * quality, sim, decay, quality, (h, x, n)
+
+
+def _verdict(m: Measure, null: float, cfg: MemoryConfig) -> str | None:
+    """Why the item does not apply (None when it does)."""
+    score, sim = m[0], m[1]
     margin = sim - null
     if sim + _EPS < cfg.min_similarity:
-        applies, why = False, f"similarity {sim:.3f} < floor {cfg.min_similarity:.2f}"
-    elif margin + _EPS < cfg.min_margin:
-        applies, why = False, f"similarity {sim:.3f} only {margin:+.3f} over a generic task"
-    elif score + _EPS < cfg.retrieval_threshold:
-        applies, why = False, f"score {score:.3f} < threshold {cfg.retrieval_threshold:.2f}"
-    else:
-        applies, why = (
-            True,
-            (
-                f"similarity {sim:.3f} ({margin:+.3f} over a generic task) x decay {decay:.3f}"
-                f" x quality {quality:.2f} (helpful {h}, harmful {x}, neutral {n})"
-            ),
+        return f"similarity {sim:.3f} < floor {cfg.min_similarity:.2f}"
+    if margin + _EPS < cfg.min_margin:
+        return f"similarity {sim:.3f} only {margin:+.3f} over a generic task"
+    if score + _EPS < cfg.retrieval_threshold:
+        return f"score {score:.3f} < threshold {cfg.retrieval_threshold:.2f}"
+    return None
+
+
+def _candidate(item: MemoryItem, m: Measure, null: float, cfg: MemoryConfig) -> Candidate:
+    score, sim, decay, quality, (h, x, n) = m
+    reason = _verdict(m, null, cfg)
+    why = reason
+    if why is None:
+        why = (
+            f"similarity {sim:.3f} ({sim - null:+.3f} over a generic task) x decay {decay:.3f}"
+            f" x quality {quality:.2f} (helpful {h}, harmful {x}, neutral {n})"
         )
     return Candidate(
         item.id,
@@ -145,6 +224,6 @@ def _score(
         round(decay, 6),
         round(quality, 6),
         (h, x, n),
-        applies,
+        reason is None,
         why,
     )

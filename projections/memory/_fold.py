@@ -34,7 +34,7 @@ Rules, decided here (the module docstring of :mod:`.` says why):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any, Final
 
 import msgspec
@@ -52,27 +52,35 @@ from evolog.eventlog import (
 )
 
 from ._items import DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
-from ._text import term_freqs
+from ._text import norm, term_freqs
 
-__all__ = ["FOLD_KINDS", "GRAPH_KINDS", "FoldState", "ItemFold"]
+__all__ = ["FOLD_KINDS", "GRAPH_KINDS", "MAPS", "FoldState", "ItemFold"]
 
 GRAPH_KINDS: Final = frozenset({"node", "child_step", "constraint", "merge", "prune"})
 """Kinds after which strategy items are read again from the memory graph."""
 FOLD_KINDS: Final = ("note", "feedback", "outcome", "recall", "retraction", *sorted(GRAPH_KINDS))
+MAPS: Final = ("items", "evidence", "verdicts", "touched", "accesses", "postings")
+"""The fold state's maps, each one table of the checkpoint file."""
 _VERDICT: Final = {"success": 0, "failed": 1, "partial": 2}
 
 
 class FoldState(msgspec.Struct, kw_only=True):
-    """Everything the fold keeps; equal logs give equal states (the checkpoint's body)."""
+    """Everything the fold keeps; equal logs give equal states (the checkpoint's body).
+
+    The maps are dicts in a fold built here and :class:`~._lazy.LazyMap` views of the
+    checkpoint's tables in one loaded from it (:data:`MAPS` names them). ``postings`` maps a
+    word to the active items having it, each with its weight ``tf / |tf|`` (what the word
+    adds to the item's cosine with a query, per unit of query weight: what ranking bounds).
+    """
 
     applied: int = 0
     activity: int = 0
-    items: dict[str, MemoryItem] = {}
-    evidence: dict[str, list[int]] = {}
-    verdicts: dict[str, list[int]] = {}
-    touched: dict[str, int] = {}
-    accesses: dict[str, int] = {}
-    postings: dict[str, list[str]] = {}
+    items: MutableMapping[str, MemoryItem] = {}
+    evidence: MutableMapping[str, list[int]] = {}
+    verdicts: MutableMapping[str, list[int]] = {}
+    touched: MutableMapping[str, int] = {}
+    accesses: MutableMapping[str, int] = {}
+    postings: MutableMapping[str, dict[str, float]] = {}
     retracted_ids: list[str] = []
     retracted_cycles: list[str] = []
     active: int = 0
@@ -229,8 +237,14 @@ class ItemFold:
     def _post(self, item: MemoryItem) -> None:
         if item.active:
             self.state.active += 1
-            for token in item.tf:
-                self.state.postings.setdefault(token, []).append(item.id)
+            length = norm(item.tf)
+            postings = self.state.postings
+            for token, tf in item.tf.items():
+                ids = postings.get(token)
+                if ids is None:
+                    postings[token] = {item.id: tf / length}
+                else:
+                    ids[item.id] = tf / length
 
     def _unpost(self, item: MemoryItem | None) -> None:
         if item is None or not item.active:
@@ -240,7 +254,7 @@ class ItemFold:
         for token in item.tf:
             ids = postings.get(token)
             if ids is not None:
-                ids.remove(item.id)
+                ids.pop(item.id, None)
                 if not ids:
                     del postings[token]
 

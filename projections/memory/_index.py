@@ -22,11 +22,13 @@ from typing import Any, Final
 import msgspec
 from evolog.eventlog import AnyEvent, Paths, Retraction, Snapshot, kind_of
 
-from ._fold import FOLD_KINDS, FoldState, ItemFold
+from ._fold import FOLD_KINDS, MAPS, FoldState, ItemFold
+from ._items import MemoryItem
+from ._lazy import LazyMap, open_file, write_file
 
-__all__ = ["DEATH_KINDS", "IndexFile", "ItemIndex", "events_after"]
+__all__ = ["DEATH_KINDS", "ItemIndex", "events_after"]
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 REWRITE_AFTER: Final = 256
 """Rewrite the checkpoint once this many new events have been applied since it was written."""
 DEATH_KINDS: Final = frozenset(
@@ -35,8 +37,8 @@ DEATH_KINDS: Final = frozenset(
 """Kinds after which the survival ledger's graveyard may differ (read again when needed)."""
 
 
-class IndexFile(msgspec.Struct, kw_only=True):
-    """The checkpoint: the fold's state plus what identifies the log it was folded from."""
+class _Head(msgspec.Struct, kw_only=True):
+    """The checkpoint's head: what identifies the log, the graveyard, the fold's scalars."""
 
     format: int
     marker: tuple[int, int]
@@ -45,7 +47,23 @@ class IndexFile(msgspec.Struct, kw_only=True):
     death_seq: int = 0
     dead_seq: int = -1
     dead: list[str] = []
-    state: FoldState
+    applied: int = 0
+    activity: int = 0
+    active: int = 0
+    graph_dirty: bool = False
+    stale: bool = False
+    retracted_ids: list[str] = []
+    retracted_cycles: list[str] = []
+
+
+_DECODERS: Final[dict[str, msgspec.msgpack.Decoder[Any]]] = {
+    "items": msgspec.msgpack.Decoder(MemoryItem),
+    "evidence": msgspec.msgpack.Decoder(list[int]),
+    "verdicts": msgspec.msgpack.Decoder(list[int]),
+    "touched": msgspec.msgpack.Decoder(int),
+    "accesses": msgspec.msgpack.Decoder(int),
+    "postings": msgspec.msgpack.Decoder(dict[str, float]),
+}
 
 
 class ItemIndex:
@@ -54,7 +72,7 @@ class ItemIndex:
     def __init__(self, paths: Paths, *, cache: bool = True) -> None:
         self.paths = paths
         self.cache = cache
-        self.file = os.path.join(paths.cache, "memory", f"items-{FORMAT}.msgpack")
+        self.file = os.path.join(paths.cache, "memory", f"items-{FORMAT}.bin")
         self.fold = ItemFold()
         self.death_seq = 0
         self.dead_seq = -1
@@ -150,23 +168,43 @@ class ItemIndex:
 
     # -- the checkpoint file ------------------------------------------------------------
     def _load(self, snap: Snapshot) -> None:
+        # Only the head is decoded here; the maps are read through the mapped tables as
+        # the fold and the ranking ask for entries (see :mod:`._lazy`).
         try:
-            with open(self.file, "rb") as f:
-                cp = msgspec.msgpack.decode(f.read(), type=IndexFile)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            opened = open_file(self.file)
+            if opened is None:
+                return
+            raw, tables = opened
+            head = msgspec.convert({k: v for k, v in raw.items() if k != "tables"}, _Head)
+        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):
             return
-        if cp.format != FORMAT or cp.marker != _marker(self.paths):
+        if head.format != FORMAT or head.marker != _marker(self.paths):
             return
-        self.fold = ItemFold(cp.state)
-        self._applied_id, self._applied_file = cp.applied_id, cp.applied_file
-        self.death_seq, self.dead_seq, self.dead = cp.death_seq, cp.dead_seq, frozenset(cp.dead)
+        if any(name not in tables for name in MAPS):
+            return
+        maps = {name: LazyMap[Any](tables[name], _DECODERS[name]) for name in MAPS}
+        state = FoldState(
+            applied=head.applied,
+            activity=head.activity,
+            active=head.active,
+            graph_dirty=head.graph_dirty,
+            stale=head.stale,
+            retracted_ids=head.retracted_ids,
+            retracted_cycles=head.retracted_cycles,
+            **maps,
+        )
+        self.fold = ItemFold(state)
+        self._applied_id, self._applied_file = head.applied_id, head.applied_file
+        self.death_seq, self.dead_seq = head.death_seq, head.dead_seq
+        self.dead = frozenset(head.dead)
 
     def save(self, snap: Snapshot) -> None:
         """Write the checkpoint (a cache: a failure only makes the next cold call slower)."""
         self._since_save = 0
         if not self.cache:
             return
-        cp = IndexFile(
+        st = self.fold.state
+        head = _Head(
             format=FORMAT,
             marker=_marker(self.paths),
             applied_id=self._applied_id,
@@ -174,7 +212,13 @@ class ItemIndex:
             death_seq=self.death_seq,
             dead_seq=self.dead_seq,
             dead=sorted(self.dead),
-            state=self.fold.state,
+            applied=st.applied,
+            activity=st.activity,
+            active=st.active,
+            graph_dirty=st.graph_dirty,
+            stale=st.stale,
+            retracted_ids=st.retracted_ids,
+            retracted_cycles=st.retracted_cycles,
         )
         with contextlib.suppress(OSError):
             directory = os.path.dirname(self.file)
@@ -182,7 +226,9 @@ class ItemIndex:
             fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as f:
-                    f.write(msgspec.msgpack.encode(cp))
+                    write_file(
+                        f, msgspec.to_builtins(head), {name: getattr(st, name) for name in MAPS}
+                    )
                 os.replace(tmp, self.file)
             except BaseException:
                 with contextlib.suppress(OSError):

@@ -81,18 +81,41 @@ def branch_sizes(fold: ItemFold) -> dict[str, int]:
     return sizes
 
 
-def compression_note(fold: ItemFold, branch: str, cfg: MemoryConfig) -> Note | None:
-    """The merge of ``branch`` if it has outgrown the others (see the module docstring)."""
+def compression_note(
+    fold: ItemFold, branch: str, cfg: MemoryConfig, pending: Note | None = None
+) -> Note | None:
+    """The merge of ``branch`` if it has outgrown the others (see the module docstring).
+
+    With ``pending``, a note of ``branch`` not yet appended, the decision is the one the
+    fold would make once it is: so the write and its compression are appended as one
+    atomic batch, and no reader ever sees a branch past its bound without its merge.
+    """
     if branch == BACKBONE:
         return None
     sizes = branch_sizes(fold)
+    notes = _notes(fold, branch)
+    if pending is not None:
+        notes = _with_pending(fold, notes, pending)
+        sizes[branch] = len(notes)
     size = sizes.get(branch, 0)
     if size < max(cfg.min_nodes_to_compress, 2):
         return None
     mean = sum(sizes.values()) / len(sizes) if len(sizes) > 1 else float(cfg.top_n)
     if size <= cfg.ols_multiplier * mean:
         return None
-    return _merge(_notes(fold, branch), branch, "compress", ())
+    return _merge(notes, branch, "compress", ())
+
+
+def _with_pending(fold: ItemFold, notes: list[MemoryItem], note: Note) -> list[MemoryItem]:
+    """The branch's active notes once ``note`` (a plain write, no sources) is folded: it
+    replaces the item it supersedes in place, or comes last (its seq is the newest)."""
+    item_id = note.item or note.id
+    old = fold.state.items.get(item_id)
+    tags = list(dict.fromkeys([*(old.tags if old is not None else ()), *note.tags]))
+    written = MemoryItem(id=item_id, kind=NOTE, branch=note.branch, text=note.text, tags=tags)
+    if old is not None and old.active:
+        return [written if i.id == item_id else i for i in notes]
+    return [*notes, written]
 
 
 def archive_notes(fold: ItemFold, cfg: MemoryConfig) -> list[Note]:
