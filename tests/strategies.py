@@ -55,15 +55,18 @@ from evolog.eventlog import (
     DreamBegin,
     DreamEnd,
     Event,
+    Feedback,
     Hypothesis,
     Link,
     Mark,
     Merge,
     Mutation,
     Node,
+    Note,
     Outcome,
     Personality,
     Prune,
+    Recall,
     Retraction,
     Signal,
     Step,
@@ -354,6 +357,34 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
         else:
             ops.append((op,))
     return ops
+
+
+@st.composite
+def item_events(draw: st.DrawFn, max_size: int = 60) -> list[Event]:
+    """Events for the memory-item fold alone, with seqs: notes (new, superseding, some in
+    the backbone), recalls, feedback and outcomes naming them, in any mix; texts from
+    :data:`MEMORY_WORDS` (repeated words, so cosines and scores often tie)."""
+    text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=7).map(" ".join)
+    out: list[Event] = []
+    written: list[str] = []
+    for n in range(1, draw(st.integers(1, max_size)) + 1):
+        op = draw(st.sampled_from(["note"] * 4 + ["supersede", "recall", "feedback", "outcome"]))
+        if op in ("note", "supersede") or not written:
+            item = draw(st.sampled_from(written)) if op == "supersede" and written else ""
+            branch = draw(st.sampled_from(MEMORY_BRANCHES))
+            out.append(Note(id=f"e{n}", seq=n, text=draw(text), branch=branch, item=item))
+            written.append(item or f"e{n}")
+        elif op == "recall":
+            items = draw(st.lists(st.sampled_from(written), max_size=3))
+            out.append(Recall(id=f"e{n}", seq=n, digest="d", items=items))
+        elif op == "feedback":
+            rating = draw(st.sampled_from([1.0, -1.0, 0.0]))
+            out.append(Feedback(id=f"e{n}", seq=n, target=draw(st.sampled_from(written)), rating=rating))
+        else:
+            status = draw(st.sampled_from(["success", "failed", "partial"]))
+            ref = draw(st.sampled_from(written))
+            out.append(Outcome(id=f"e{n}", seq=n, action_id=f"a{n}", status=status, decided_by=[ref]))
+    return out
 
 
 EDGE_T0 = 1_767_225_600_000_000  # 2026-01-01, µs
