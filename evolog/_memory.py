@@ -243,8 +243,9 @@ class Memory:
     ) -> RecallResult:
         """The memory items to inject for ``query``: a block within ``budget_chars`` plus the
         scored list; appends one ``recall`` event unless ``record=False`` (see
-        :func:`evolog._recall.recall` for every option). With ``signals`` the block ends
-        with the gene advice for them (among ``genes``; by default the active strategies)."""
+        :func:`evolog._recall.recall` for every option). With ``signals`` the gene items
+        tried for them are candidates too, and the block ends with the gene advice for them
+        (among ``genes``; by default the active strategies)."""
         import msgspec
 
         from ._recall import advice_lines, recall, strategy_ids
@@ -255,7 +256,9 @@ class Memory:
             if genes is None:
                 genes = [{"type": "Gene", "id": g} for g in strategy_ids(self.log, self._items())]
             extra, advice = advice_lines(self.advise(list(signals), list(genes)))
-        result = recall(self.log, self._items(), query, advice_lines=extra, **kwargs)
+        result = recall(
+            self.log, self._items(), query, advice_lines=extra, signals=signals or (), **kwargs
+        )
         return msgspec.structs.replace(result, advice=advice) if advice is not None else result
 
     def feedback(self, item: str, verdict: str, note: str | None = None, **kwargs: Any) -> int:

@@ -18,7 +18,15 @@ import msgspec
 
 from evolog.eventlog import EventLog, Recall, Snapshot
 from evolog.projections._errors import InvalidParameterError
-from evolog.projections.memory import BACKBONE, STRATEGY, ItemIndex, MemoryConfig, load_config
+from evolog.projections.memory import (
+    BACKBONE,
+    GENE,
+    GENE_BRANCH,
+    STRATEGY,
+    ItemIndex,
+    MemoryConfig,
+    load_config,
+)
 
 __all__ = ["RecallResult", "RecalledItem", "advice_lines", "digest", "recall", "session_items"]
 
@@ -82,11 +90,15 @@ def recall(
     action_id: str = "",
     record: bool = True,
     advice_lines: Sequence[str] = (),
+    signals: Sequence[str] = (),
     config: MemoryConfig | None = None,
     envelope: dict[str, Any] | None = None,
 ) -> RecallResult:
-    """Rank, cut to ``top_n`` and the budget, and (if ``record``) append a ``recall`` event."""
-    from evolog.advice.recall import rank, render
+    """Rank, cut to ``top_n`` and the budget, and (if ``record``) append a ``recall`` event.
+
+    With ``signals``, gene items tried for those signals compete with the others on score
+    (see :func:`advice.recall.rank_genes`)."""
+    from evolog.advice.recall import rank, rank_genes, render
 
     if not isinstance(query, str):
         raise InvalidParameterError(f"query: expected text; got {type(query).__name__}")
@@ -103,13 +115,22 @@ def recall(
         raise InvalidParameterError(f"branches: expected a list of branches; got {branches!r}")
     with log.snapshot() as snap:
         fold = index.refresh(snap, log)
-        dead = index.dead_entries(log, snap) if survival and fold.state.items else frozenset()
+        dead = (
+            index.dead_entries(log, snap)
+            if survival and (fold.state.items or fold.state.genes)
+            else frozenset()
+        )
         index.save_if_due(snap)
     candidates, null, considered = rank(
         fold, query, cfg, dead=dead, include_dead=include_dead, branches=branches, limit=limit
     )
     chosen = [c for c in candidates if c.applies][:limit]
-    items = [fold.state.items[c.id] for c in chosen]
+    if signals and (branches is None or GENE_BRANCH in branches):
+        genes = rank_genes(fold, signals, cfg, dead=dead, include_dead=include_dead)
+        chosen = [*chosen, *(g for g in genes if g.applies)]
+        chosen.sort(key=lambda c: (-c.score, c.id))
+        chosen = chosen[:limit]
+    items = [fold.state.genes[c.id] if c.kind == GENE else fold.state.items[c.id] for c in chosen]
     text, kept = render(items, budget, advice_lines)
     chosen = chosen[:kept]
     out = [

@@ -142,7 +142,7 @@ def feedback(
         _text("note", note, empty=True)
     with log.snapshot() as snap:
         fold = index.refresh(snap, log)
-    if item not in fold.state.items:
+    if item not in fold.state.items and item not in fold.state.genes:
         raise InvalidParameterError(
             f"item: expected the id of a memory item; got {item!r} "
             "(see `evolog recall --format json` for ids)"

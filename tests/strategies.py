@@ -320,7 +320,8 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
     """A stream of memory-item operations: ``("remember", branch, text)``, ``("recall",
     query)`` (recorded), ``("feedback", k, verdict)`` and ``("outcome", k, status)`` (on the
     k-th item written, modulo), ``("constraint", k, text)``, ``("compress",)``, ``("undo",)``
-    (the newest merge, if any), ``("seal",)`` and ``("refresh",)`` (an incremental step).
+    (the newest merge, if any), ``("seal",)``, ``("refresh",)`` (an incremental step) and
+    ``("gene", gene, signals, status)`` (an attempt and its outcome naming a gene).
     Texts come from a small vocabulary so that dedup and compression both happen."""
     text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=5).map(" ".join)
     ops: list[tuple[Any, ...]] = []
@@ -330,9 +331,14 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
                 ["remember"] * 5
                 + ["recall"] * 3
                 + ["feedback", "outcome", "constraint", "compress", "undo", "seal", "refresh"]
+                + ["gene"]
             )
         )
-        if op == "remember":
+        if op == "gene":
+            signals = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=2)
+            status = st.sampled_from(["success", "failed", "partial"])
+            ops.append((op, draw(st.sampled_from(["g1", "g2"])), draw(signals), draw(status)))
+        elif op == "remember":
             ops.append((op, draw(st.sampled_from(MEMORY_BRANCHES)), draw(text)))
         elif op == "recall":
             ops.append((op, draw(text)))

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from evolog.advice.recall import render
 from evolog.advice.recall._block import entry_text
-from evolog.eventlog import Constraint, Note, Outcome
+from evolog.eventlog import Attempt, Constraint, Note, Outcome
 from evolog.projections.memory import ItemIndex, MemoryConfig, MemoryItem
 from evolog.projections.memory._fold import MAPS
 from hypothesis import HealthCheck, given, settings
@@ -39,6 +39,13 @@ def canonical(index: ItemIndex) -> Any:
         state[m] = msgspec.to_builtins(dict(sorted(getattr(st, m).items())))
     state["postings"] = {t: dict(sorted(ids.items())) for t, ids in state["postings"].items()}
     return state
+
+
+def by_signals(mem: Memory) -> Any:
+    """Recalls with signals (gene items compete), without the gene advice lines."""
+    from evolog._recall import recall
+
+    return [recall(mem.log, mem._items(), "x", signals=q.split(), record=False) for q in QUERIES]
 
 
 def run(mem: Memory, ops: list[tuple[Any, ...]]) -> None:
@@ -68,6 +75,13 @@ def run(mem: Memory, ops: list[tuple[Any, ...]]) -> None:
             # Already undone through an earlier retraction, or superseded away: refused.
             with contextlib.suppress(ValueError):
                 mem.compress(undo=merges.pop())
+        elif kind == "gene":
+            mem.append_many(
+                [
+                    Attempt(gene=op[1], signals=op[2]),
+                    Outcome(gene=op[1], status=op[3], signals=op[2]),
+                ]
+            )
         elif kind == "seal":
             mem.seal()
         elif kind == "refresh":
@@ -82,13 +96,16 @@ def test_incremental_equals_rebuild_and_the_cache_changes_no_answer(ops: list[An
         with Memory(os.path.join(root, "s")) as mem:
             run(mem, ops)
             answers = [mem.recall(q, record=False) for q in QUERIES]
+            genes = by_signals(mem)
             live = canonical(mem._items())
         with Memory(os.path.join(root, "s")) as fresh:  # loads the checkpoint, if any
             assert [fresh.recall(q, record=False) for q in QUERIES] == answers
+            assert by_signals(fresh) == genes
             assert canonical(fresh._items()) == live
         shutil.rmtree(os.path.join(root, "s", "cache"), ignore_errors=True)
         with Memory(os.path.join(root, "s")) as rebuilt:
             assert [rebuilt.recall(q, record=False) for q in QUERIES] == answers
+            assert by_signals(rebuilt) == genes
             assert canonical(rebuilt._items()) == live
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,7 +1,8 @@
 """The ready-to-inject text block, within a character budget.
 
 One entry per item, best first: a strategy with its ordered steps and its "do not"
-constraints, a note with its branch and tags; then, when signals were given, the advised
+constraints, a note with its branch and tags, a gene with the signals it was tried for and
+its outcomes; then, when signals were given, the advised
 gene and the banned ones. Entries are added while the whole block (header and footer
 included) stays within the budget; the first entry that would push it past stops the block
 (as the reference does), so what is injected is always a prefix of the ranking. A budget
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evolog.projections.memory import STRATEGY, MemoryItem
+from evolog.projections.memory import GENE, STRATEGY, MemoryItem
 
 __all__ = ["FOOTER", "HEADER", "entry_text", "render"]
 
@@ -30,6 +31,8 @@ def entry_text(item: MemoryItem) -> str:
             lines.append(
                 "  Steps: " + " ".join(f"{n}) {_one_line(s)}" for n, s in enumerate(steps, 1))
             )
+    elif item.kind == GENE:
+        lines = [f"- Gene [{item.id}]: {_one_line(item.text)}"]
     else:
         tags = f" ({', '.join(item.tags)})" if item.tags else ""
         lines = [f"- Note [{item.id}] {item.branch}{tags}: {_one_line(item.text)}"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from functools import lru_cache
 from typing import Final
 
@@ -35,7 +35,7 @@ from evolog.projections.memory._text import idf, term_freqs
 
 from ..routing._background import BACKGROUND_TASKS
 
-__all__ = ["Candidate", "rank"]
+__all__ = ["Candidate", "rank", "rank_genes"]
 
 _EPS: Final = 1e-12
 _SLACK: Final = 1e-9
@@ -164,6 +164,38 @@ def rank(
         bisect.insort(kept, (*key, _candidate(item, m, null, cfg)))
         del kept[limit:]
     return [c for _, _, c in kept], round(null, 6), len(dots)
+
+
+def rank_genes(
+    fold: ItemFold,
+    signals: Sequence[str],
+    cfg: MemoryConfig,
+    *,
+    dead: Collection[str] = frozenset(),
+    include_dead: bool = False,
+) -> list[Candidate]:
+    """Gene items for the caller's ``signals``, best first: similarity is the cosine of the
+    signals' words with the words of the signals a gene was tried for; a gene does not
+    decay (its outcomes carry its history) and its quality is its ACE score, as any item's.
+    A gene that is also a note or strategy item (the hook names the followed strategy as
+    the gene) is that item, ranked with the others."""
+    q = term_freqs(" ".join(signals))
+    qn = math.sqrt(math.fsum(w * w for w in q.values()))
+    if qn == 0.0:
+        return []
+    out = []
+    for gene in fold.state.genes.values():
+        if gene.id in fold.state.items or (gene.id in dead and not include_dead):
+            continue
+        sim = _cos(q, qn, gene.tf)
+        if sim <= 0.0:
+            continue
+        h, x, n = fold.evidence(gene)
+        quality = 0.5 + (0.5 if h + x + n == 0 else h / (h + x + n))
+        # Signals are keys, not prose: no generic-task margin (null similarity 0).
+        out.append(_candidate(gene, (sim * quality, sim, 1.0, quality, (h, x, n)), 0.0, cfg))
+    out.sort(key=lambda c: (-c.score, c.id))
+    return out
 
 
 def _excluded(

@@ -63,6 +63,7 @@ _DECODERS: Final[dict[str, msgspec.msgpack.Decoder[Any]]] = {
     "touched": msgspec.msgpack.Decoder(int),
     "accesses": msgspec.msgpack.Decoder(int),
     "postings": msgspec.msgpack.Decoder(dict[str, float]),
+    "genes": msgspec.msgpack.Decoder(MemoryItem),
 }
 
 

@@ -3,7 +3,8 @@
 A memory item is a note (``note`` events: written by ``remember``, updated by a superseding
 note naming the same ``item``, merged by branch compression or root archiving) or a strategy
 node of the memory graph (``node`` and its ``child_step``/``constraint`` events, from dreams
-and from the hook's failed tools). Items are never edited: every change is a new event, and
+and from the hook's failed tools), or a gene named by attempts and outcomes (``gene``), with
+the signals it was tried for and its evidence as text. Items are never edited: every change is a new event, and
 an item's record is what the events say as of the fold's position.
 """
 
@@ -13,7 +14,16 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["BACKBONE", "DEFAULT_BRANCH", "NOTE", "STRATEGY", "STRATEGY_BRANCH", "MemoryItem"]
+__all__ = [
+    "BACKBONE",
+    "DEFAULT_BRANCH",
+    "GENE",
+    "GENE_BRANCH",
+    "NOTE",
+    "STRATEGY",
+    "STRATEGY_BRANCH",
+    "MemoryItem",
+]
 
 BACKBONE: Final = "backbone"
 """The permanent branch: never decays, never compressed or archived."""
@@ -21,8 +31,11 @@ DEFAULT_BRANCH: Final = "notes"
 """The branch of a note written without one (notes from before branches existed)."""
 STRATEGY_BRANCH: Final = "strategies"
 """The branch strategy nodes are listed under (compression never touches them)."""
+GENE_BRANCH: Final = "genes"
+"""The branch gene items are listed under (never compressed, recalled by signals)."""
 NOTE: Final = "note"
 STRATEGY: Final = "strategy"
+GENE: Final = "gene"
 
 
 class MemoryItem(msgspec.Struct, kw_only=True):
@@ -32,7 +45,8 @@ class MemoryItem(msgspec.Struct, kw_only=True):
     injection; ``accesses`` counts the recall events that injected it (once each).
     ``archived_by`` is the compressing or archiving item that holds it now ("" while it is
     active). ``group`` lists the ids whose evidence counts for it: the nodes merged into a
-    strategy, the sources of a merged note.
+    strategy, the sources of a merged note. A gene item lists the ``signals`` it was tried
+    for and its ``outcomes`` (succeeded, failed, partial), which its text states.
     """
 
     id: str
@@ -55,6 +69,8 @@ class MemoryItem(msgspec.Struct, kw_only=True):
     live: bool = True
     group: list[str] = []
     tf: dict[str, float] = {}
+    signals: list[str] = []
+    outcomes: list[int] = []
 
     @property
     def active(self) -> bool:
