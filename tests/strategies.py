@@ -385,11 +385,15 @@ def item_events(draw: st.DrawFn, max_size: int = 60) -> list[Event]:
             out.append(Recall(id=f"e{n}", seq=n, digest="d", items=items))
         elif op == "feedback":
             rating = draw(st.sampled_from([1.0, -1.0, 0.0]))
-            out.append(Feedback(id=f"e{n}", seq=n, target=draw(st.sampled_from(written)), rating=rating))
+            out.append(
+                Feedback(id=f"e{n}", seq=n, target=draw(st.sampled_from(written)), rating=rating)
+            )
         else:
             status = draw(st.sampled_from(["success", "failed", "partial"]))
             ref = draw(st.sampled_from(written))
-            out.append(Outcome(id=f"e{n}", seq=n, action_id=f"a{n}", status=status, decided_by=[ref]))
+            out.append(
+                Outcome(id=f"e{n}", seq=n, action_id=f"a{n}", status=status, decided_by=[ref])
+            )
     return out
 
 

@@ -33,8 +33,8 @@ with Memory(sys.argv[1]) as mem:
 
 
 def note_text(i: int) -> str:
-    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet".split()
-    return f"{words[i % 10]}{i} {words[(i + 3) % 10]}{i} {words[(i + 7) % 10]}{i} procedure"
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+    return f"{words[i % 9]}{i} {words[(i + 3) % 9]}{i} {words[(i + 7) % 9]}{i} procedure"
 
 
 def test_a_kill_after_the_first_append_leaves_no_note_without_its_compression(

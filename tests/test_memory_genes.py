@@ -26,13 +26,20 @@ def tried(mem: Memory, gene: str, signals: list[str], statuses: list[str]) -> No
         aid = f"{gene}-{mem.log.snapshot().head_seq}-{len(events)}"
         events += [
             Attempt(id=aid, action_id=aid, gene=gene, signals=signals, gene_category="repair"),
-            Outcome(action_id=aid, status=status, gene=gene, delta=1.0 if status == "success" else -1.0),
+            Outcome(
+                action_id=aid, status=status, gene=gene, delta=1.0 if status == "success" else -1.0
+            ),
         ]
     mem.append_many(events)
 
 
 def test_genes_are_recalled_with_their_evidence_when_the_signals_match(mem: Memory) -> None:
-    tried(mem, "gene_pin_dependency", ["dependency_conflict", "build_failure"], ["success"] * 3 + ["failed"])
+    tried(
+        mem,
+        "gene_pin_dependency",
+        ["dependency_conflict", "build_failure"],
+        ["success"] * 3 + ["failed"],
+    )
     tried(mem, "gene_retry_network", ["network_timeout"], ["success"])
     mem.remember("ops", "restart nginx after changing its config")
 
@@ -44,7 +51,9 @@ def test_genes_are_recalled_with_their_evidence_when_the_signals_match(mem: Memo
     assert "- Gene [gene_pin_dependency]:" in res.text
 
     # Without signals (the hook's prompts), or with unrelated ones, no gene is injected.
-    assert not [i for i in mem.recall("dependency conflict", record=False).items if i.kind == "gene"]
+    assert not [
+        i for i in mem.recall("dependency conflict", record=False).items if i.kind == "gene"
+    ]
     unrelated = mem.recall("fix it", signals=["disk_full"], record=False)
     assert not [i for i in unrelated.items if i.kind == "gene"]
 
@@ -78,7 +87,9 @@ def test_gene_items_survive_the_checkpoint_and_replay(mem: Memory, tmp_path: Any
     tried(mem, "gene_pin_dependency", ["dependency_conflict", "lockfile_drift"], ["success"])
     with Memory(mem.path) as fresh:  # the checkpoint, then the events appended since
         got = fresh.recall("q", signals=["lockfile_drift"], record=False)
-        assert "lockfile_drift" in got.items[0].text and "2 succeeded, 1 failed" in got.items[0].text
+        assert (
+            "lockfile_drift" in got.items[0].text and "2 succeeded, 1 failed" in got.items[0].text
+        )
         events = list(fresh.replay())
     with Memory(os.path.join(str(tmp_path), "copy")) as copy:
         copy.append_many(events)

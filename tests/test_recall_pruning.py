@@ -29,7 +29,7 @@ configs = st.builds(
 
 
 def exhaustive_top(fold: ItemFold, query: str, cfg: MemoryConfig, limit: int, **kw: Any) -> Any:
-    every, null, considered = rank(fold, query, cfg, **kw)
+    every, null, _ = rank(fold, query, cfg, **kw)
     return [c for c in every if c.applies][:limit], null
 
 

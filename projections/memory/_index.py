@@ -231,6 +231,8 @@ class ItemIndex:
                         f, msgspec.to_builtins(head), {name: getattr(st, name) for name in MAPS}
                     )
                 os.replace(tmp, self.file)
+                with contextlib.suppress(OSError):  # the format-1 file this one replaces
+                    os.unlink(os.path.join(directory, "items-1.msgpack"))
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)

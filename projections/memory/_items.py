@@ -1,11 +1,11 @@
 """What can be recalled: one record per memory item, folded from events.
 
 A memory item is a note (``note`` events: written by ``remember``, updated by a superseding
-note naming the same ``item``, merged by branch compression or root archiving) or a strategy
+note naming the same ``item``, merged by branch compression or root archiving), a strategy
 node of the memory graph (``node`` and its ``child_step``/``constraint`` events, from dreams
 and from the hook's failed tools), or a gene named by attempts and outcomes (``gene``), with
-the signals it was tried for and its evidence as text. Items are never edited: every change is a new event, and
-an item's record is what the events say as of the fold's position.
+the signals it was tried for and its evidence as text. Items are never edited: every change
+is a new event, and an item's record is what the events say as of the fold's position.
 """
 
 from __future__ import annotations
