@@ -321,7 +321,9 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
     query)`` (recorded), ``("feedback", k, verdict)`` and ``("outcome", k, status)`` (on the
     k-th item written, modulo), ``("constraint", k, text)``, ``("compress",)``, ``("undo",)``
     (the newest merge, if any), ``("seal",)``, ``("refresh",)`` (an incremental step) and
-    ``("gene", gene, signals, status)`` (an attempt and its outcome naming a gene).
+    ``("gene", gene, signals, status)`` (an attempt and its outcome naming a gene) and
+    ``("strategy", what, a, b, text)`` (a dream event on strategy node ``s<a>``: a node, a
+    step, a constraint, ``s<b>`` merged into it, or a prune).
     Texts come from a small vocabulary so that dedup and compression both happen."""
     text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=5).map(" ".join)
     ops: list[tuple[Any, ...]] = []
@@ -331,10 +333,15 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
                 ["remember"] * 5
                 + ["recall"] * 3
                 + ["feedback", "outcome", "constraint", "compress", "undo", "seal", "refresh"]
-                + ["gene"]
+                + ["gene", "strategy", "strategy"]
             )
         )
-        if op == "gene":
+        if op == "strategy":
+            what = st.sampled_from(["node", "node", "step", "constraint", "merge", "prune"])
+            ops.append(
+                (op, draw(what), draw(st.integers(0, 4)), draw(st.integers(0, 4)), draw(text))
+            )
+        elif op == "gene":
             signals = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=2)
             status = st.sampled_from(["success", "failed", "partial"])
             ops.append((op, draw(st.sampled_from(["g1", "g2"])), draw(signals), draw(status)))

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from evolog.advice.recall import render
 from evolog.advice.recall._block import entry_text
-from evolog.eventlog import Attempt, Constraint, Note, Outcome
+from evolog.eventlog import Attempt, ChildStep, Constraint, Merge, Node, Note, Outcome, Prune
 from evolog.projections.memory import ItemIndex, MemoryConfig, MemoryItem
 from evolog.projections.memory._fold import MAPS
 from hypothesis import HealthCheck, given, settings
@@ -48,6 +48,19 @@ def by_signals(mem: Memory) -> Any:
     return [recall(mem.log, mem._items(), "x", signals=q.split(), record=False) for q in QUERIES]
 
 
+def strategy_event(what: str, a: int, b: int, text: str) -> Any:
+    node = f"s{a}"
+    if what == "node":
+        return Node(node=node, goal=text, summary=f"summary {text}", trigger_goals=[text])
+    if what == "step":
+        return ChildStep(node=node, index=b, action=text)
+    if what == "constraint":
+        return Constraint(node=node, trace="t", description=text)
+    if what == "merge":
+        return Merge(node=node, merged=f"s{b}")
+    return Prune(node=node)
+
+
 def run(mem: Memory, ops: list[tuple[Any, ...]]) -> None:
     written: list[str] = []
     merges: list[str] = []
@@ -75,6 +88,8 @@ def run(mem: Memory, ops: list[tuple[Any, ...]]) -> None:
             # Already undone through an earlier retraction, or superseded away: refused.
             with contextlib.suppress(ValueError):
                 mem.compress(undo=merges.pop())
+        elif kind == "strategy":
+            mem.append(strategy_event(*op[1:]))
         elif kind == "gene":
             mem.append_many(
                 [

@@ -38,7 +38,7 @@ Rules, decided here (the module docstring of :mod:`.` says why):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -324,39 +324,62 @@ class ItemFold:
                     del postings[token]
 
     # -- strategies ---------------------------------------------------------------------
-    def settle(self, graph: GraphLoader) -> None:
-        """Read strategy items again from the memory graph if graph events arrived."""
+    def settle(self, graph: GraphLoader, delta: Sequence[AnyEvent] | None = None) -> None:
+        """Read strategy items again from the memory graph if graph events arrived.
+
+        With ``delta``, the events folded since the graph was last read, only the nodes
+        they can have changed are read again (the graph checkpoint's own rule: the nodes
+        named, the nodes served by a constrained trace, and every node they were merged
+        into); without it, every node.
+        """
         st = self.state
         if not st.graph_dirty:
             return
         loaded = graph(st.applied)
+        if delta is not None and loaded is not None:
+            from evolog.projections.graph._cache import dirty_nodes
+
+            for node_id in sorted(dirty_nodes(loaded, delta)):
+                old = st.items.get(node_id)
+                if old is not None and old.kind != STRATEGY:
+                    continue  # a note item took this id
+                if old is not None:
+                    self._unpost(old)
+                    del st.items[node_id]
+                node = loaded.node(node_id)
+                if node is not None:
+                    self._strategy(loaded, node)
+            st.graph_dirty = False
+            return
         for item in [i for i in st.items.values() if i.kind == STRATEGY]:
             self._unpost(item)
             del st.items[item.id]
         if loaded is not None:
             for node in loaded.nodes(live_only=False):
-                if node.id in st.items:
-                    continue  # a note item already took this id
-                steps = [s.action or s.reasoning for s in loaded.steps(node.id)]
-                goals = [g for g in node.trigger_goals if g != node.goal]
-                item = MemoryItem(
-                    id=node.id,
-                    kind=STRATEGY,
-                    branch=STRATEGY_BRANCH,
-                    text=". ".join(x for x in (node.goal, node.summary) if x),
-                    created_seq=node.seq,
-                    written_seq=node.seq,
-                    version=node.version,
-                    steps=[s for s in steps if s],
-                    constraints=[c.description for c in loaded.constraints(node.id)],
-                    confidence=node.confidence,
-                    live=node.live,
-                    group=[g for g in loaded.group(node.id) if g != node.id],
-                    tf=term_freqs(" ".join([node.goal, *goals, node.summary])),
-                )
-                st.items[node.id] = item
-                self._post(item)
+                if node.id not in st.items:  # else a note item already took this id
+                    self._strategy(loaded, node)
         st.graph_dirty = False
+
+    def _strategy(self, loaded: Any, node: Any) -> None:
+        steps = [s.action or s.reasoning for s in loaded.steps(node.id)]
+        goals = [g for g in node.trigger_goals if g != node.goal]
+        item = MemoryItem(
+            id=node.id,
+            kind=STRATEGY,
+            branch=STRATEGY_BRANCH,
+            text=". ".join(x for x in (node.goal, node.summary) if x),
+            created_seq=node.seq,
+            written_seq=node.seq,
+            version=node.version,
+            steps=[s for s in steps if s],
+            constraints=[c.description for c in loaded.constraints(node.id)],
+            confidence=node.confidence,
+            live=node.live,
+            group=[g for g in loaded.group(node.id) if g != node.id],
+            tf=term_freqs(" ".join([node.goal, *goals, node.summary])),
+        )
+        self.state.items[node.id] = item
+        self._post(item)
 
     # -- reading ------------------------------------------------------------------------
     def evidence(self, item: MemoryItem) -> tuple[int, int, int]:

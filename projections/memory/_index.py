@@ -94,13 +94,16 @@ class ItemIndex:
         elif fold.state.applied < head:
             new = events_after(snap, fold.state.applied)
             self._note_kinds(new)
+            # Graph events left unread before these (not expected: every refresh settles)
+            # make the next settle read every node, not only those the new events name.
+            earlier = fold.state.graph_dirty
             fold.apply_all(new)
             self._since_save += len(new)
             self._mark(snap, new[-1] if new else None)
             if fold.state.stale:
                 fold = self._rebuild(snap, log, head)
             else:
-                fold.settle(_graph_loader(log))
+                fold.settle(_graph_loader(log, snap), None if earlier else new)
         return fold
 
     def save_if_due(self, snap: Snapshot) -> None:
@@ -129,7 +132,7 @@ class ItemIndex:
                 yield e
 
         self.death_seq = 0
-        self.fold = ItemFold.rebuild(stream(), retractions, _graph_loader(log))
+        self.fold = ItemFold.rebuild(stream(), retractions, _graph_loader(log, snap))
         self.fold.state.applied = head
         self._mark(snap, None, force=True)
         self._since_save = REWRITE_AFTER  # always worth keeping
@@ -306,12 +309,20 @@ def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
     return out
 
 
-def _graph_loader(log: Any) -> Any:
+def _graph_loader(log: Any, snap: Snapshot) -> Any:
+    """The memory graph at the snapshot's head, from its checkpoint (advanced by only the
+    events appended since it was written; a refold only when it is missing or stale).
+
+    The fold asks for the graph as of its last applied event; the events between that and
+    the head are of kinds that change no strategy item (links, marks, dream begins), and
+    the fold is at the head once it settles, so the graph at the head is the same answer.
+    """
+
     def load(as_of: int) -> Any:
         if log is None:
             return None
-        from evolog.projections import load_memgraph
+        from evolog.projections.graph._cache import GraphCache
 
-        return load_memgraph(log, as_of=as_of)
+        return GraphCache(log)._advance(snap, want_state=True)[1]
 
     return load
