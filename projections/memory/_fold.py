@@ -258,7 +258,9 @@ class ItemFold:
 
     def _recall(self, e: Recall) -> None:
         st = self.state
-        known = [i for i in dict.fromkeys(e.items) if i in st.items]
+        # A strategy node is known from its ``node`` event on (``touched``), not only once
+        # the graph is read: a rebuild reads the graph after every event.
+        known = [i for i in dict.fromkeys(e.items) if i in st.items or i in st.touched]
         for item_id in known:
             st.activity += 1
             st.touched[item_id] = st.activity

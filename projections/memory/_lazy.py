@@ -135,6 +135,33 @@ class LazyMap(MutableMapping[str, V], Generic[V]):
                     yield key
         yield from list(self._new)
 
+    def spliced(self, encode: Any) -> list[bytes] | None:
+        """The table rewritten with the overlay's values, as its four parts (key offsets,
+        value offsets, keys, values), when no key was added or removed: the keys are
+        copied, the values spliced (untouched spans copied whole), the offsets after a
+        value that changed length shifted. None when keys changed (see :meth:`entries`)."""
+        t = self._table
+        if t is None or self._gone or self._new:
+            return None
+        changes = sorted(
+            (t.find(k.encode("utf-8", "surrogatepass")), encode(v)) for k, v in self._over.items()
+        )
+        orig = t._voff
+        voff = array.array("Q")
+        voff.frombytes(orig.tobytes())
+        pieces: list[bytes | memoryview] = []
+        prev = shift = 0
+        ends = [i for i, _ in changes[1:]] + [t.n] if changes else []
+        for (i, data), end in zip(changes, ends, strict=True):
+            pieces += [t._vals[prev : orig[i]], data]
+            prev = orig[i + 1]
+            shift += len(data) - (orig[i + 1] - orig[i])
+            if shift:
+                for j in range(i + 1, end + 1):
+                    voff[j] = orig[j] + shift
+        pieces.append(t._vals[prev : orig[t.n]])
+        return [t._koff.tobytes(), voff.tobytes(), t._keys.tobytes(), b"".join(pieces)]
+
     def entries(self, encode: Any) -> list[tuple[bytes, bytes]]:
         """Every (key, encoded value), untouched values copied as they are in the file."""
         out: list[tuple[bytes, bytes]] = []
@@ -174,15 +201,21 @@ def write_file(f: Any, head: dict[str, Any], maps: dict[str, Any]) -> None:
     tables: list[bytes] = []
     layout: dict[str, list[int]] = {}
     for name, mapping in maps.items():
-        entries = _entries(mapping, encode)
-        koff, voff = [0], [0]
-        for k, v in entries:
-            koff.append(koff[-1] + len(k))
-            voff.append(voff[-1] + len(v))
-        keys = b"".join(k for k, _ in entries)
-        body = b"".join([_u64(koff), _u64(voff), keys, b"".join(v for _, v in entries)])
+        parts = mapping.spliced(encode) if isinstance(mapping, LazyMap) else None
+        if parts is not None:  # the usual rewrite: a few values changed, no key
+            count = len(mapping)
+        else:
+            entries = _entries(mapping, encode)
+            koff, voff = [0], [0]
+            for k, v in entries:
+                koff.append(koff[-1] + len(k))
+                voff.append(voff[-1] + len(v))
+            keys = b"".join(k for k, _ in entries)
+            parts = [_u64(koff), _u64(voff), keys, b"".join(v for _, v in entries)]
+            count = len(entries)
+        body = b"".join(parts)
         body += b"\0" * (-len(body) % 8)
-        layout[name] = [len(entries), len(keys), len(body)]
+        layout[name] = [count, len(parts[2]), len(body)]
         tables.append(body)
     head_bytes = encode({**head, "tables": layout})
     pad = -(len(head_bytes) + 16) % 8
