@@ -113,10 +113,24 @@ def test_incremental_equals_rebuild_and_the_cache_changes_no_answer(ops: list[An
             answers = [mem.recall(q, record=False) for q in QUERIES]
             genes = by_signals(mem)
             live = canonical(mem._items())
-        with Memory(os.path.join(root, "s")) as fresh:  # loads the checkpoint, if any
+            with mem.log.snapshot() as snap:
+                mem._items().save(snap)
+        with Memory(os.path.join(root, "s")) as fresh:  # loads the checkpoint
             assert [fresh.recall(q, record=False) for q in QUERIES] == answers
             assert by_signals(fresh) == genes
             assert canonical(fresh._items()) == live
+            # More events on the loaded checkpoint, then a rewrite of it (values spliced
+            # into its tables, or new keys merged in) that a third process reads back.
+            for q in QUERIES:
+                fresh.recall(q)
+            with fresh.log.snapshot() as snap:
+                fresh._items().refresh(snap, fresh.log)
+                fresh._items().save(snap)
+            answers = [fresh.recall(q, record=False) for q in QUERIES]
+            live = canonical(fresh._items())
+        with Memory(os.path.join(root, "s")) as reread:
+            assert [reread.recall(q, record=False) for q in QUERIES] == answers
+            assert canonical(reread._items()) == live
         shutil.rmtree(os.path.join(root, "s", "cache"), ignore_errors=True)
         with Memory(os.path.join(root, "s")) as rebuilt:
             assert [rebuilt.recall(q, record=False) for q in QUERIES] == answers
