@@ -56,15 +56,8 @@ from evolog.eventlog import (
     kind_of,
 )
 
-from ._items import (
-    DEFAULT_BRANCH,
-    GENE,
-    GENE_BRANCH,
-    NOTE,
-    STRATEGY,
-    STRATEGY_BRANCH,
-    MemoryItem,
-)
+from ._genes import fold_gene
+from ._items import DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
 from ._text import norm, term_freqs
 
 __all__ = ["FOLD_KINDS", "GRAPH_KINDS", "MAPS", "FoldState", "ItemFold"]
@@ -80,8 +73,6 @@ FOLD_KINDS: Final = (
     "retraction",
     *sorted(GRAPH_KINDS),
 )
-MAX_GENE_SIGNALS: Final = 32
-"""Signals kept per gene item (the first seen): its text and what recall matches it by."""
 MAPS: Final = ("items", "evidence", "verdicts", "touched", "accesses", "postings", "genes")
 """The fold state's maps, each one table of the checkpoint file."""
 _VERDICT: Final = {"success": 0, "failed": 1, "partial": 2}
@@ -165,7 +156,7 @@ class ItemFold:
                 self._judge(event.target, event.action_id, rated, by_feedback=True)
         elif isinstance(event, Attempt):
             if event.gene:
-                self._gene(event, None)
+                fold_gene(self.state.genes, event, None)
         elif isinstance(event, Outcome):
             verdict = _VERDICT.get(event.status)
             refs = list(dict.fromkeys([*event.decided_by, *event.supported_by]))
@@ -174,7 +165,7 @@ class ItemFold:
                 for ref in refs or ([event.gene] if event.gene else []):
                     self._judge(ref, event.action_id, verdict, by_feedback=False)
             if event.gene:
-                self._gene(event, verdict)
+                fold_gene(self.state.genes, event, verdict)
         elif isinstance(event, Constraint) and event.node is not None:
             item = st.items.get(event.node)
             if item is not None and item.kind == NOTE:
@@ -265,40 +256,6 @@ class ItemFold:
             st.activity += 1
             st.touched[item_id] = st.activity
             st.accesses[item_id] = st.accesses.get(item_id, 0) + 1
-
-    # -- genes ------------------------------------------------------------------------
-    def _gene(self, e: Attempt | Outcome, verdict: int | None) -> None:
-        """A gene named by an attempt or outcome: its signals and outcome counts, as text.
-
-        Genes live apart from the other items (``state.genes``): they are recalled by the
-        caller's signals, not by the query's words, and they take no part in the words'
-        document frequencies, the system activity or compression.
-        """
-        genes = self.state.genes
-        gene = e.gene or ""
-        item = genes.get(gene)
-        if item is None:
-            item = MemoryItem(
-                id=gene, kind=GENE, branch=GENE_BRANCH, created_seq=e.seq, outcomes=[0, 0, 0]
-            )
-        seen = e.signals or ([e.key] if e.key else [])
-        fresh = [x for x in dict.fromkeys(seen) if x and x not in item.signals]
-        if fresh and len(item.signals) < MAX_GENE_SIGNALS:
-            item.signals = [*item.signals, *fresh][:MAX_GENE_SIGNALS]
-            item.tf = term_freqs(" ".join(item.signals))
-        if verdict is not None:
-            item.outcomes = [c + (i == verdict) for i, c in enumerate(item.outcomes)]
-        if e.gene_category and e.gene_category not in item.tags:
-            item.tags = [*item.tags, e.gene_category]
-        item.written_seq = e.seq
-        item.events = [*item.events[-7:], e.id]
-        ok, failed, partial = item.outcomes
-        tried = ", ".join(item.signals) or "no recorded signals"
-        item.text = (
-            f"Gene {gene}: tried for {tried}; outcomes: {ok} succeeded, {failed} failed, "
-            f"{partial} partial."
-        )
-        genes[gene] = item
 
     # -- postings (active items only: what recall and dedup may find) -------------------
     def _post(self, item: MemoryItem) -> None:
