@@ -52,7 +52,10 @@ class RecalledItem(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RecallResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The block to inject (``text``, "" for nothing) and the structured list behind it."""
+    """The block to inject (``text``, "" for nothing) and the structured list behind it.
+
+    ``considered`` counts the active items sharing a word with the query (the candidates
+    before branch, survival and applicability filters; only the best are scored)."""
 
     query: str
     text: str

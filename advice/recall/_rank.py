@@ -104,13 +104,13 @@ def rank(
     """Candidates for ``query`` best first, the query's null similarity (its best cosine
     to a generic task) and how many active items share a word with it.
 
-    With ``limit`` None every candidate is scored and returned. With a ``limit`` only
-    enough are scored to know the first ``limit`` that apply, which are the same, in the
-    same order, as the exhaustive ranking's (property-tested): each item's cosine is summed
-    from the postings' weights first, an item whose cosine cannot reach the applicability
-    floor, or whose score (cosine x decay <= 1 x quality <= 1.5) cannot reach the threshold
-    is never scored, and the rest are scored in the order of that bound until the next
-    bound is below the ``limit``-th score found.
+    With ``limit`` None every candidate is scored and returned. With a ``limit`` only the
+    first ``limit`` that apply are returned, the same, in the same order, as the exhaustive
+    ranking's (property-tested), and only enough are scored to know them: each item's
+    cosine is summed from the postings' weights first, an item whose cosine cannot reach
+    the applicability floor, or whose score (cosine x decay <= 1 x quality <= 1.5) cannot
+    reach the threshold is never scored, and the rest are scored in the order of that
+    bound until the next bound is below the ``limit``-th score found.
     """
     q = _weighted(fold, query)
     qn = math.sqrt(math.fsum(w * w for w in q.values()))
