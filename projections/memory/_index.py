@@ -234,8 +234,9 @@ class ItemIndex:
                         f, msgspec.to_builtins(head), {name: getattr(st, name) for name in MAPS}
                     )
                 os.replace(tmp, self.file)
-                with contextlib.suppress(OSError):  # the format-1 file this one replaces
-                    os.unlink(os.path.join(directory, "items-1.msgpack"))
+                for stale in ("items-1.msgpack", "items-2.msgpack"):  # what this replaces
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(directory, stale))
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
