@@ -27,7 +27,6 @@ from evolog.eventlog import (
     Outcome,
     Prune,
 )
-from evolog.projections.graph import _lean
 from evolog.projections.graph._cache import GraphCache, cached_memgraph, graph_views
 from evolog.projections.graph._embed import HashingEmbedder
 from evolog.projections.graph._memgraph import MemGraph, load_memgraph
@@ -314,7 +313,6 @@ def _written(views: GraphViews, path: Path, *, live_only: bool = True) -> bytes:
     return path.read_bytes()
 
 
-@pytest.mark.skipif(_lean.kernels is None, reason="the C kernels are not built")
 def test_the_document_written_from_the_mapping_is_the_printed_one(tmp_path: Path) -> None:
     with _small_store(tmp_path / "s") as log:
         log.append(Prune(cycle="c1", node="b", reason="stale"))
