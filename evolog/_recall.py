@@ -116,24 +116,32 @@ def recall(
         cfg = msgspec.structs.replace(cfg, retrieval_threshold=float(threshold))
     if isinstance(branches, str):
         raise InvalidParameterError(f"branches: expected a list of branches; got {branches!r}")
-    with log.snapshot() as snap:
-        fold = index.refresh(snap, log)
-        dead = (
-            index.dead_entries(log, snap)
-            if survival and (fold.state.items or fold.state.genes)
-            else frozenset()
+
+    def ranked() -> tuple[list[Any], list[Any], float, int]:
+        with log.snapshot() as snap:
+            fold = index.refresh(snap, log)
+            dead = (
+                index.dead_entries(log, snap)
+                if survival and (fold.state.items or fold.state.genes)
+                else frozenset()
+            )
+            index.save_if_due(snap)
+        candidates, null, considered = rank(
+            fold, query, cfg, dead=dead, include_dead=include_dead, branches=branches, limit=limit
         )
-        index.save_if_due(snap)
-    candidates, null, considered = rank(
-        fold, query, cfg, dead=dead, include_dead=include_dead, branches=branches, limit=limit
-    )
-    chosen = [c for c in candidates if c.applies][:limit]
-    if signals and (branches is None or GENE_BRANCH in branches):
-        genes = rank_genes(fold, signals, cfg, dead=dead, include_dead=include_dead)
-        chosen = [*chosen, *(g for g in genes if g.applies)]
-        chosen.sort(key=lambda c: (-c.score, c.id))
-        chosen = chosen[:limit]
-    items = [fold.state.genes[c.id] if c.kind == GENE else fold.state.items[c.id] for c in chosen]
+        chosen = [c for c in candidates if c.applies][:limit]
+        if signals and (branches is None or GENE_BRANCH in branches):
+            genes = rank_genes(fold, signals, cfg, dead=dead, include_dead=include_dead)
+            chosen = [*chosen, *(g for g in genes if g.applies)]
+            chosen.sort(key=lambda c: (-c.score, c.id))
+            chosen = chosen[:limit]
+        st = fold.state
+        items = [st.genes[c.id] if c.kind == GENE else st.items[c.id] for c in chosen]
+        return chosen, items, null, considered
+
+    # Every read of the fold happens in ranked(): a damaged checkpoint found there is
+    # dropped and the ranking redone from the log, before anything is appended.
+    chosen, items, null, considered = index.guarded(ranked)
     text, kept = render(items, budget, advice_lines)
     chosen = chosen[:kept]
     out = [
@@ -185,18 +193,22 @@ def session_items(
 ) -> list[str]:
     """Ids to inject at a session's start: the backbone, then the given branches' notes,
     each most recently written first (no query: nothing to rank by but recency)."""
-    fold = index.refresh(snap, log)
     wanted = [BACKBONE, *(b for b in branches if b != BACKBONE)]
-    out: list[str] = []
-    for branch in wanted:
-        picked = [
-            i
-            for i in fold.state.items.values()
-            if i.active and i.branch == branch and i.kind != STRATEGY
-        ]
-        picked.sort(key=lambda i: (-i.written_seq, i.id))
-        out.extend(i.id for i in picked)
-    return out
+
+    def pick() -> list[str]:
+        fold = index.refresh(snap, log)
+        out: list[str] = []
+        for branch in wanted:
+            picked = [
+                i
+                for i in fold.state.items.values()
+                if i.active and i.branch == branch and i.kind != STRATEGY
+            ]
+            picked.sort(key=lambda i: (-i.written_seq, i.id))
+            out.extend(i.id for i in picked)
+        return out
+
+    return index.guarded(pick)
 
 
 def advice_lines(advice: Any) -> tuple[list[str], dict[str, Any]]:

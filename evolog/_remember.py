@@ -82,14 +82,19 @@ def remember(
     tag_list = _tags(tags)
     cfg = config or load_config(log.path)
     env = envelope or {}
-    with log.snapshot() as snap:
-        fold = index.refresh(snap, log)
-        dead = index.dead_entries(log, snap) if fold.state.items else frozenset()
     env = {"id": new_id(), **env}
-    note, superseded = write_note(fold, branch, text, tag_list, cfg, dead=dead, **env)
-    # The compression a write triggers is decided before the write and appended with it
-    # as one batch: a crash can leave neither, or both, never the note alone.
-    merge = compression_note(fold, branch, cfg, pending=note) if branch != BACKBONE else None
+
+    def decide() -> tuple[Any, Any, Any]:
+        with log.snapshot() as snap:
+            fold = index.refresh(snap, log)
+            dead = index.dead_entries(log, snap) if fold.state.items else frozenset()
+        note, superseded = write_note(fold, branch, text, tag_list, cfg, dead=dead, **env)
+        # The compression a write triggers is decided before the write and appended with
+        # it as one batch: a crash can leave neither, or both, never the note alone.
+        merge = compression_note(fold, branch, cfg, pending=note) if branch != BACKBONE else None
+        return note, superseded, merge
+
+    note, superseded, merge = index.guarded(decide)
     batch = [note]
     if merge is not None:
         # Named after the note, so a retried write (the same envelope id) appends neither
@@ -100,9 +105,13 @@ def remember(
     item = superseded or note.id
     compressed = merge.id if merge is not None else None
     sources = list(merge.sources) if merge is not None else []
-    with log.snapshot() as snap:
-        index.refresh(snap, log)
-        index.save_if_due(snap)
+
+    def advance() -> None:
+        with log.snapshot() as snap:
+            index.refresh(snap, log)
+            index.save_if_due(snap)
+
+    index.guarded(advance)
     return Remembered(
         item=item,
         seq=seq,
@@ -140,9 +149,13 @@ def feedback(
         )
     if note is not None:
         _text("note", note, empty=True)
-    with log.snapshot() as snap:
-        fold = index.refresh(snap, log)
-    if item not in fold.state.items and item not in fold.state.genes:
+
+    def known() -> bool:
+        with log.snapshot() as snap:
+            fold = index.refresh(snap, log)
+        return item in fold.state.items or item in fold.state.genes
+
+    if not index.guarded(known):
         raise InvalidParameterError(
             f"item: expected the id of a memory item; got {item!r} "
             "(see `evolog recall --format json` for ids)"
@@ -179,20 +192,27 @@ def compress(
     """Archive every cold branch (root-level compression), or undo one merge item."""
     cfg = config or load_config(log.path)
     env = envelope or {}
-    with log.snapshot() as snap:
-        fold = index.refresh(snap, log)
+
     if undo is not None:
         undo = _text("undo", undo)
-        it = fold.state.items.get(undo)
+
+    def read() -> Any:
+        with log.snapshot() as snap:
+            fold = index.refresh(snap, log)
+        if undo is not None:
+            return fold.state.items.get(undo)
+        return archive_notes(fold, cfg)
+
+    found = index.guarded(read)
+    if undo is not None:
+        it = found
         if it is None or it.kind != NOTE or not it.sources or not it.events:
             raise InvalidParameterError(
                 f"undo: expected the id of a compressed or archived item; got {undo!r}"
             )
         log.append(Retraction(targets=[it.events[0]], reason=f"undo {it.reason or 'merge'}", **env))
         return CompressResult(undone=undo, restored=list(it.sources))
-    notes = [
-        msgspec.structs.replace(n, **{**env, "id": new_id()}) for n in archive_notes(fold, cfg)
-    ]
+    notes = [msgspec.structs.replace(n, **{**env, "id": new_id()}) for n in found]
     if notes:
         log.append_many(notes)
     return CompressResult(archived={n.id: list(n.sources) for n in notes})

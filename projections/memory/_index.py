@@ -16,19 +16,21 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final, TypeVar
 
 import msgspec
 from evolog.eventlog import AnyEvent, Paths, Retraction, Snapshot, kind_of
 
 from ._fold import FOLD_KINDS, MAPS, FoldState, ItemFold
 from ._items import MemoryItem
-from ._lazy import LazyMap, open_file, write_file
+from ._lazy import CheckpointDamaged, LazyMap, open_file, write_file
 
 __all__ = ["DEATH_KINDS", "ItemIndex", "events_after"]
 
-FORMAT: Final = 3
+T = TypeVar("T")
+
+FORMAT: Final = 4
 REWRITE_AFTER: Final = 256
 """Rewrite the checkpoint once this many new events have been applied since it was written."""
 DEATH_KINDS: Final = frozenset(
@@ -105,6 +107,25 @@ class ItemIndex:
             else:
                 fold.settle(_graph_loader(log, snap), None if earlier else new)
         return fold
+
+    def guarded(self, read: Callable[[], T]) -> T:
+        """Run ``read`` (a refresh and reads of the fold, no appends); if the checkpoint
+        under it turns out damaged, drop it and run ``read`` once more on the log's fold,
+        so a damaged cache costs time, never an answer."""
+        try:
+            return read()
+        except CheckpointDamaged:
+            self.discard()
+            return read()
+
+    def discard(self) -> None:
+        """Forget the fold and delete its checkpoint: the next refresh folds the log."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.file)
+        self.fold = ItemFold()
+        self.death_seq, self.dead_seq, self.dead = 0, -1, frozenset()
+        self._applied_id = self._applied_file = ""
+        self._since_save = 0
 
     def save_if_due(self, snap: Snapshot) -> None:
         """Write the checkpoint if enough has changed since it was last written."""
@@ -234,7 +255,7 @@ class ItemIndex:
                         f, msgspec.to_builtins(head), {name: getattr(st, name) for name in MAPS}
                     )
                 os.replace(tmp, self.file)
-                for stale in ("items-1.msgpack", "items-2.msgpack"):  # what this replaces
+                for stale in ("items-1.msgpack", "items-2.msgpack", "items-3.bin"):  # replaced
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(directory, stale))
             except BaseException:

@@ -5,12 +5,19 @@ fold state (one msgpack document, about 50 MB there) cost a cold process a secon
 file is a small msgpack head plus one table per map of the fold's state, memory-mapped;
 each table holds its keys sorted by their UTF-8 bytes, two offset arrays and two blobs::
 
-    b"EVOLMEM2" | u64 head length | head (msgpack) | tables, each 8-byte aligned:
+    b"EVOLMEM3" | u64 head length | u64 head CRC-32 | head (msgpack) | tables, 8-byte aligned:
         key offsets  (n + 1 little-endian u64) | value offsets (n + 1 u64)
-        key bytes    (concatenated)            | value bytes (one msgpack value each)
+        value CRC-32s (n u32, padded to 8)     | key bytes (concatenated)
+        value bytes  (one msgpack value each)
 
 A lookup is a binary search over the keys (~17 probes at 1e5 entries) and decodes one
-value. :class:`LazyMap` is the fold's view of a table: a mutable mapping whose reads decode
+value. Nothing is trusted unchecked, yet nothing is read in full: the head holds each table's
+CRC-32 over its offsets, value CRCs and keys (checked when the table is first used; a few MB
+at 1e5 items), and each value is checked against its own CRC when it is decoded, so a
+damaged file raises :class:`CheckpointDamaged` instead of answering from garbage (the
+caller drops the file and folds the log again; see ``ItemIndex.guarded``).
+
+:class:`LazyMap` is the fold's view of a table: a mutable mapping whose reads decode
 on first use and whose writes land in an in-memory overlay, so folding new events never
 touches the file; writing the next checkpoint copies the untouched values' bytes as they are.
 """
@@ -20,37 +27,68 @@ from __future__ import annotations
 import array
 import mmap
 import sys
+import zlib
 from collections.abc import Iterator, MutableMapping
 from typing import Any, Final, Generic, TypeVar
 
 import msgspec
 
-__all__ = ["MAGIC", "LazyMap", "Table", "open_file", "write_file"]
+__all__ = ["MAGIC", "CheckpointDamaged", "LazyMap", "Table", "open_file", "write_file"]
 
-MAGIC: Final = b"EVOLMEM2"
+MAGIC: Final = b"EVOLMEM3"
+_START: Final = 24  # magic, head length, head CRC
 V = TypeVar("V")
 _LITTLE: Final = sys.byteorder == "little"
+
+
+class CheckpointDamaged(ValueError):
+    """A checkpoint table or value does not match its CRC (the file is a cache: drop it)."""
 
 
 class Table:
     """One sorted table of a mapped checkpoint file."""
 
-    def __init__(self, buf: memoryview, at: int, n: int, key_bytes: int) -> None:
+    def __init__(self, buf: memoryview, n: int, key_bytes: int, crc: int, name: str) -> None:
         self.n = n
+        self.name = name
         width = 8 * (n + 1)
-        self._koff = buf[at : at + width].cast("Q")
-        self._voff = buf[at + width : at + 2 * width].cast("Q")
-        self._keys = buf[at + 2 * width : at + 2 * width + key_bytes]
-        self._vals = buf[at + 2 * width + key_bytes :]
+        crcs = 4 * n + (-4 * n % 8)
+        self._koff = buf[:width].cast("Q")
+        self._voff = buf[width : 2 * width].cast("Q")
+        self._crcs = buf[2 * width : 2 * width + 4 * n].cast("I")
+        at = 2 * width + crcs
+        self._keys = buf[at : at + key_bytes]
+        self._vals = buf[at + key_bytes :]
+        self._frame = buf[: at + key_bytes]
+        self._crc = crc
+        self._checked = False
+
+    def check(self) -> None:
+        """Check the offsets, CRCs and keys once (values are checked one by one)."""
+        if not self._checked:
+            ok = zlib.crc32(self._frame) == self._crc and (
+                self.n == 0
+                or (self._koff[self.n] <= len(self._keys) and self._voff[self.n] <= len(self._vals))
+            )
+            if not ok:
+                raise CheckpointDamaged(f"memory checkpoint: table {self.name!r} is damaged")
+            self._checked = True
 
     def key(self, i: int) -> bytes:
+        self.check()
         return bytes(self._keys[self._koff[i] : self._koff[i + 1]])
 
     def raw(self, i: int) -> memoryview:
-        return self._vals[self._voff[i] : self._voff[i + 1]]
+        """Value ``i``'s bytes, checked against its CRC."""
+        self.check()
+        data = self._vals[self._voff[i] : self._voff[i + 1]]
+        if zlib.crc32(data) != self._crcs[i]:
+            raise CheckpointDamaged(f"memory checkpoint: a value of table {self.name!r} is damaged")
+        return data
 
     def find(self, key: bytes) -> int:
         """The index of ``key``, or -1."""
+        self.check()
         lo, hi = 0, self.n
         koff, keys = self._koff, self._keys
         while lo < hi:
@@ -136,10 +174,11 @@ class LazyMap(MutableMapping[str, V], Generic[V]):
         yield from list(self._new)
 
     def spliced(self, encode: Any) -> list[bytes] | None:
-        """The table rewritten with the overlay's values, as its four parts (key offsets,
-        value offsets, keys, values), when no key was added or removed: the keys are
-        copied, the values spliced (untouched spans copied whole), the offsets after a
-        value that changed length shifted. None when keys changed (see :meth:`entries`)."""
+        """The table rewritten with the overlay's values, as its five parts (key offsets,
+        value offsets, value CRCs, keys, values), when no key was added or removed: the keys
+        are copied, the values spliced (untouched spans copied whole with their CRCs), the
+        offsets after a value that changed length shifted. None when keys changed (see
+        :meth:`entries`)."""
         t = self._table
         if t is None or self._gone or self._new:
             return None
@@ -149,10 +188,13 @@ class LazyMap(MutableMapping[str, V], Generic[V]):
         orig = t._voff
         voff = array.array("Q")
         voff.frombytes(orig.tobytes())
+        crcs = array.array("I")
+        crcs.frombytes(t._crcs.tobytes())
         pieces: list[bytes | memoryview] = []
         prev = shift = 0
         ends = [i for i, _ in changes[1:]] + [t.n] if changes else []
         for (i, data), end in zip(changes, ends, strict=True):
+            crcs[i] = zlib.crc32(data)
             pieces += [t._vals[prev : orig[i]], data]
             prev = orig[i + 1]
             shift += len(data) - (orig[i + 1] - orig[i])
@@ -160,7 +202,13 @@ class LazyMap(MutableMapping[str, V], Generic[V]):
                 for j in range(i + 1, end + 1):
                     voff[j] = orig[j] + shift
         pieces.append(t._vals[prev : orig[t.n]])
-        return [t._koff.tobytes(), voff.tobytes(), t._keys.tobytes(), b"".join(pieces)]
+        return [
+            t._koff.tobytes(),
+            voff.tobytes(),
+            _padded(crcs.tobytes()),
+            t._keys.tobytes(),
+            b"".join(pieces),
+        ]
 
     def entries(self, encode: Any) -> list[tuple[bytes, bytes]]:
         """Every (key, encoded value), untouched values copied as they are in the file."""
@@ -191,6 +239,10 @@ def _entries(mapping: Any, encode: Any) -> list[tuple[bytes, bytes]]:
     return out
 
 
+def _padded(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 8)
+
+
 def _u64(values: list[int]) -> bytes:
     return array.array("Q", values).tobytes()  # native order: only little-endian is read
 
@@ -211,15 +263,17 @@ def write_file(f: Any, head: dict[str, Any], maps: dict[str, Any]) -> None:
                 koff.append(koff[-1] + len(k))
                 voff.append(voff[-1] + len(v))
             keys = b"".join(k for k, _ in entries)
-            parts = [_u64(koff), _u64(voff), keys, b"".join(v for _, v in entries)]
+            crcs = array.array("I", [zlib.crc32(v) for _, v in entries]).tobytes()
+            parts = [_u64(koff), _u64(voff), _padded(crcs), keys, b"".join(v for _, v in entries)]
             count = len(entries)
-        body = b"".join(parts)
-        body += b"\0" * (-len(body) % 8)
-        layout[name] = [count, len(parts[2]), len(body)]
+        frame = b"".join(parts[:4])
+        body = _padded(frame + parts[4])
+        layout[name] = [count, len(parts[3]), len(body), zlib.crc32(frame)]
         tables.append(body)
     head_bytes = encode({**head, "tables": layout})
-    pad = -(len(head_bytes) + 16) % 8
-    f.write(MAGIC + len(head_bytes).to_bytes(8, "little") + head_bytes + b"\0" * pad)
+    pad = -(len(head_bytes) + _START) % 8
+    lead = len(head_bytes).to_bytes(8, "little") + zlib.crc32(head_bytes).to_bytes(8, "little")
+    f.write(MAGIC + lead + head_bytes + b"\0" * pad)
     for body in tables:
         f.write(body)
 
@@ -230,21 +284,24 @@ def open_file(path: str) -> tuple[dict[str, Any], dict[str, Table]] | None:
         return None
     with open(path, "rb") as f:
         size = f.seek(0, 2)
-        if size < 16:
+        if size < _START:
             return None
         data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     buf = memoryview(data)
     if bytes(buf[:8]) != MAGIC:
         return None
     n = int.from_bytes(buf[8:16], "little")
-    head = msgspec.msgpack.decode(buf[16 : 16 + n])
+    raw = buf[_START : _START + n]
+    if len(raw) != n or zlib.crc32(raw) != int.from_bytes(buf[16:_START], "little"):
+        return None
+    head = msgspec.msgpack.decode(raw)
     if not isinstance(head, dict) or not isinstance(head.get("tables"), dict):
         return None
-    at = 16 + n + (-(n + 16) % 8)
+    at = _START + n + (-(n + _START) % 8)
     tables: dict[str, Table] = {}
-    for name, (count, key_bytes, length) in head["tables"].items():
+    for name, (count, key_bytes, length, crc) in head["tables"].items():
         if at + length > size:
             return None
-        tables[name] = Table(buf[at : at + length], 0, count, key_bytes)
+        tables[name] = Table(buf[at : at + length], count, key_bytes, crc, name)
         at += length
     return head, tables
