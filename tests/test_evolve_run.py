@@ -244,3 +244,41 @@ def test_dedup_keeps_lessons_for_other_tasks_apart() -> None:
                       tags=("reasoning_bank",), seq=2)  # fmt: skip
     kept = rb_dedup([x, y, twin], 0.85, None)
     assert [i.id for i in kept] == ["r0", "r1"] and kept[0].sources == ("r2",)  # older wins
+
+
+def _reme_item(n: int, text: str, when: str = "When the task is to fix the login service") -> Any:
+    return EvolveItem(id=f"p{n}", when_to_use=when, text=text, tags=("reme",),
+                      pattern="success", seq=n)  # fmt: skip
+
+
+def _rb_item(n: int, text: str, title: str = "Fix the login service") -> Any:
+    return EvolveItem(id=f"r{n}", title=title, text=text, tags=("reasoning_bank",), seq=n)
+
+
+def test_dedup_never_merges_other_step_sequences_of_a_task() -> None:
+    """Two step lists of one task that differ in one step score above both thresholds
+    (ReMe's ratio 0.90, the hashing cosine 0.85): they are two lessons, not one."""
+    from evolog.dream.evolve._reasoning_bank import dedup as rb_dedup
+    from evolog.dream.evolve._reme import dedup as reme_dedup
+
+    head = "read the service logs -> reproduce the failure locally -> write a failing test"
+    a = _reme_item(0, f"Do: {head} -> patch the session handling code")
+    b = _reme_item(1, f"Do: {head} -> restart the session service")
+    assert [i.id for i in reme_dedup([a, b], 0.85)] == ["p0", "p1"]
+    again = _reme_item(2, f"Do: {head}  -> patch the session handling code.")
+    assert [i.id for i in reme_dedup([a, b, again], 0.85)] == ["p1", "p2"]  # the same steps
+    x = _rb_item(0, "Steps: " + head.replace(" -> ", "; ") + "; patch the session handling code")
+    y = _rb_item(1, "Steps: " + head.replace(" -> ", "; ") + "; restart the session service")
+    assert [i.id for i in rb_dedup([x, y], 0.85, EMBEDDER)] == ["r0", "r1"]
+
+
+def test_dedup_never_merges_opposite_advice() -> None:
+    from evolog.dream.evolve._reasoning_bank import dedup as rb_dedup
+    from evolog.dream.evolve._reme import dedup as reme_dedup
+
+    do = "cache node_modules in CI keyed on the hash of the lockfile to speed up builds"
+    dont = f"Do not {do}"
+    assert len(reme_dedup([_reme_item(0, do), _reme_item(1, dont)], 0.85)) == 2
+    assert len(rb_dedup([_rb_item(0, do), _rb_item(1, dont)], 0.85, EMBEDDER)) == 2
+    # the same advice reworded in its polarity's words still merges
+    assert len(reme_dedup([_reme_item(0, dont), _reme_item(1, f"Never {do}")], 0.6)) == 1

@@ -6,18 +6,22 @@ branch: a success keeps the steps that worked, a failure what went wrong and the
 avoid it. Entries are deduplicated at cosine >= ``threshold`` (0.85) between embeddings of
 title, description and content with the given embedder, or by exact text of the entry
 (case and spacing aside) when embeddings are off (``embedder=None``); the older entry
-stays and absorbs the newer one (its evidence is the older's).
+stays and absorbs the newer one (its evidence is the older's). Whatever the cosine, two
+entries whose contents give opposite instructions or list different steps stay apart
+(:mod:`._guard`): at 0.85 a success and a failure of one task, or two step sequences of
+it, could otherwise merge.
 :meth:`ReasoningBank.recall` ranks entries for a query.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
 
+from ._guard import may_merge
 from ._items import EvolveContext, EvolveItem
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
 from ._pipeline import Strategy
@@ -122,14 +126,25 @@ def dedup(
             keep_of[k] = first.setdefault(" ".join(pool[k].body.lower().split()), k)
     else:
         vectors = embedder.embed([pool[k].body for k in entries])
-        for k, pos in zip(entries, nearest_kept(vectors, threshold), strict=True):
+
+        def allowed(old: int, new: int) -> bool:
+            return may_merge(pool[entries[old]].text, pool[entries[new]].text)
+
+        for k, pos in zip(entries, nearest_kept(vectors, threshold, allowed=allowed), strict=True):
             keep_of[k] = entries[pos]
     return absorb(pool, {k: keeper for k, keeper in keep_of.items() if keeper != k})
 
 
-def nearest_kept(vectors: Vectors, threshold: float, block: int = BLOCK) -> list[int]:
+def nearest_kept(
+    vectors: Vectors,
+    threshold: float,
+    block: int = BLOCK,
+    *,
+    allowed: Callable[[int, int], bool] | None = None,
+) -> list[int]:
     """For each row in order: the most similar earlier row that was kept, if their cosine
-    reaches ``threshold`` (the earliest on a tie), else the row itself (it is kept).
+    reaches ``threshold`` (the earliest on a tie), else the row itself (it is kept). With
+    ``allowed(kept, row)``, the most similar kept row it allows.
 
     The same answer as comparing each row with every kept row before it, one by one, but
     in blocks: the kept rows before a block are compared with all of it in one matrix
@@ -145,6 +160,13 @@ def nearest_kept(vectors: Vectors, threshold: float, block: int = BLOCK) -> list
         inside = rows @ rows.T
         local: list[int] = []  # rows of this block kept so far
         for j in range(len(rows)):
+            if allowed is not None:
+                found = _allowed_best(before, prior, inside, local, start, j, threshold, allowed)
+                if found >= 0:
+                    keeper[start + j] = found
+                else:
+                    local.append(j)
+                continue
             best, sim = -1, -np.inf
             if before is not None:
                 b = int(before[:, j].argmax())
@@ -160,3 +182,28 @@ def nearest_kept(vectors: Vectors, threshold: float, block: int = BLOCK) -> list
                 local.append(j)
         kept.extend(start + j for j in local)
     return keeper
+
+
+def _allowed_best(
+    before: Vectors | None,
+    prior: Vectors,
+    inside: Vectors,
+    local: list[int],
+    start: int,
+    j: int,
+    threshold: float,
+    allowed: Callable[[int, int], bool],
+) -> int:
+    """The kept row most similar to row ``start + j`` at or above ``threshold`` that
+    ``allowed`` lets it merge into (the earliest on a tie), else -1."""
+    found: list[tuple[float, int]] = []
+    if before is not None:
+        for b in np.flatnonzero(before[:, j] >= threshold):
+            found.append((-float(before[b, j]), int(prior[b])))
+    for q in local:
+        if float(inside[q, j]) >= threshold:
+            found.append((-float(inside[q, j]), start + q))
+    for _, row in sorted(found):
+        if allowed(row, start + j):
+            return row
+    return -1

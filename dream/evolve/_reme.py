@@ -9,7 +9,9 @@ one falls back to the offline pattern (upstream returns nothing for that trace).
 Patterns of the same kind whose ``when_to_use`` and content each match with
 ``SequenceMatcher`` ratio > ``threshold`` (0.85) are duplicates: the newer supersedes the
 older and absorbs it (seed 001's rule; upstream keeps the longer text, which lets a stale
-but wordy pattern outlive the lesson that replaced it).
+but wordy pattern outlive the lesson that replaced it). Whatever the ratio, two patterns
+that give opposite instructions or list different steps stay apart (:mod:`._guard`): two
+step sequences of one task that differ in one step can score above 0.85.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from ._guard import may_merge
 from ._items import EvolveContext, EvolveItem, Model
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
 from ._pipeline import Strategy
@@ -220,7 +223,11 @@ def dedup(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveItem]:
             what = _Above(pool[k].text, threshold, seen)
             for row in rows:  # in the order they were kept
                 old = order[row]
-                if when(pool[old].when_to_use) and what(pool[old].text):
+                if (
+                    may_merge(pool[old].text, pool[k].text)
+                    and when(pool[old].when_to_use)
+                    and what(pool[old].text)
+                ):
                     winner[old] = k
                     alive[row] = False
         alive[pos] = True
