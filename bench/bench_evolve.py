@@ -10,7 +10,9 @@ would be to two entries of a run:
 * ``--labelled`` (bench/dedup_pairs.txt): 352 pairs written by hand, realistic lessons
   reworded the way a model writing them twice would (duplicates) and near-misses on the
   same tool, the same task, the opposite advice or another object; the even groups tune the
-  candidate rules' thresholds, the odd groups are held out.
+  candidate rules' thresholds, the odd groups are held out, and then the other way round
+  (cross-validation). Every candidate is also run behind the shipped guard (opposite
+  instructions and other step sequences never merge).
 * ``--pairs N``: generated from 20 task families (the same lesson word for word or with
   casing, punctuation, a filler word or one step reworded; near-misses the same template
   about another object or with other steps). The shipped rules were chosen on this set.
@@ -27,6 +29,7 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evolog.dream.evolve import EvolveItem, apply, pipeline, stage
+from evolog.dream.evolve._guard import may_merge
 from evolog.dream.evolve._reasoning_bank import dedup as rb_dedup
 from evolog.dream.evolve._reme import dedup as reme_dedup
 from evolog.eventlog import Attempt, Event, Outcome, Step
@@ -266,6 +270,9 @@ def _scores(pair: LabelledPair, embedders: dict[str, Any]) -> dict[str, Any]:
         out[f"content_cosine_{name}"] = float(v[0] @ v[1])
     words = SequenceMatcher(None, _tokens(la), _tokens(lb), autojunk=False)
     out["content_words"] = words.ratio()
+    if "wordllama" in embedders:
+        out["mean_wordllama_words"] = (out["content_cosine_wordllama"] + words.ratio()) / 2
+    out["guard"] = may_merge(la, lb)
     return out
 
 
@@ -276,8 +283,25 @@ def _pr(rows: list[dict[str, Any]], said: Any) -> dict[str, Any]:
     return {
         "precision": round(tp / (tp + fp), 3) if tp + fp else None,
         "recall": round(tp / (tp + fn), 3) if tp + fn else None,
-        "false_merges": sorted({r["why"] for r in rows if said(r) and not r["dup"]}),
+        "false_merges": dict(
+            sorted(Counter(r["why"] for r in rows if said(r) and not r["dup"]).items())
+        ),
     }
+
+
+def _fit(tune: list[dict[str, Any]], held: list[dict[str, Any]], f: str, guarded: bool) -> Any:
+    """The threshold on feature ``f`` that maximises min(precision, recall) on ``tune``
+    (the lowest on a tie), and what it gives on both halves."""
+
+    def rule(t: float) -> Any:
+        return lambda r: r[f] >= t and (r["guard"] or not guarded)
+
+    def score(t: float) -> float:
+        m = _pr(tune, rule(t))
+        return min(m["precision"] or 0.0, m["recall"] or 0.0)
+
+    best = max((t / 100 for t in range(5, 100)), key=lambda t: (score(t), -t))
+    return {"threshold": best, "tune": _pr(tune, rule(best)), "held_out": _pr(held, rule(best))}
 
 
 def labelled_quality(path: Path, embedders: tuple[str, ...] = ("wordllama", "hashing")) -> Any:
@@ -302,18 +326,15 @@ def labelled_quality(path: Path, embedders: tuple[str, ...] = ("wordllama", "has
     shipped = ["reme", "reasoning_bank_exact", *(f"reasoning_bank_{n}" for n in found)]
     for rule in shipped:
         out["rules"][rule] = {h: _pr(rs, lambda r, k=rule: r[k]) for h, rs in halves.items()}
-    for feature in ["content_words", *(f"content_cosine_{n}" for n in found)]:
-        grid = [t / 100 for t in range(5, 100)]
-
-        def score(t: float, f: str = feature) -> float:
-            m = _pr(halves["tune"], lambda r: r[f] >= t)
-            return min(m["precision"] or 0.0, m["recall"] or 0.0)
-
-        best = max(grid, key=lambda t: (score(t), -t))
-        out["candidates"][feature] = {
-            "threshold": best,
-            **{h: _pr(rs, lambda r, f=feature, t=best: r[f] >= t) for h, rs in halves.items()},
-        }
+    features = ["content_words", *(f"content_cosine_{n}" for n in found)]
+    features += ["mean_wordllama_words"] if "wordllama" in found else []
+    for feature in features:
+        for guarded in (False, True):
+            name = f"{feature}, guarded" if guarded else feature
+            out["candidates"][name] = {
+                "tune_even": _fit(halves["tune"], halves["held_out"], feature, guarded),
+                "tune_odd": _fit(halves["held_out"], halves["tune"], feature, guarded),
+            }
     return out
 
 

@@ -282,3 +282,13 @@ def test_dedup_never_merges_opposite_advice() -> None:
     assert len(rb_dedup([_rb_item(0, do), _rb_item(1, dont)], 0.85, EMBEDDER)) == 2
     # the same advice reworded in its polarity's words still merges
     assert len(reme_dedup([_reme_item(0, dont), _reme_item(1, f"Never {do}")], 0.6)) == 1
+
+
+def test_the_step_guard_reads_steps_in_order_up_to_a_word() -> None:
+    from evolog.dream.evolve._guard import may_merge
+
+    assert may_merge("Do: read the logs -> patch the code", "do: read logs carefully -> patch code")
+    assert not may_merge("Do: read the logs -> patch the code", "Do: patch the code -> read the logs")
+    assert not may_merge("Steps: restart the web service", "Steps: restart the db service")
+    assert not may_merge("Steps: read the logs; run the tests", "Steps: read the logs")
+    assert may_merge("Steps: build; push", "Run the build, then push.")  # one lists no steps

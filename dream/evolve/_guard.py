@@ -10,7 +10,9 @@ lessons may merge only if
 * both or neither give a negative instruction (a clause opening with "do not", "don't",
   "never", "avoid", "stop"), and
 * when both list steps (the offline extraction's ``Steps: a; b`` and ``Do: a -> b``), they
-  list the same steps in the same order (case, spacing and end punctuation aside).
+  list as many steps, in the same order, each the same as its counterpart up to one word
+  (the words compared as sets, articles and the like aside): "read the logs" and "read logs
+  carefully" are one step, "restart the web service" and "restart the db service" two.
 
 A guard only ever keeps apart what the rule would merge; it never merges anything.
 """
@@ -25,6 +27,8 @@ __all__ = ["may_merge", "negative", "steps"]
 _CLAUSE: Final = re.compile(r"[.;:!?,\n]+\s*|\s+-+\s+|\s+—\s+")
 _NEGATIVE: Final = re.compile(r"(?:do not|don't|dont|never|avoid|stop)\b")
 _STEPS: Final = (("steps:", ";"), ("do:", "->"))
+_WORD: Final = re.compile(r"[a-z0-9_']+")
+_LIGHT: Final = frozenset(("a", "an", "the", "to", "of", "and", "in", "on", "for", "with"))
 
 
 def negative(text: str) -> bool:
@@ -41,9 +45,17 @@ def steps(text: str) -> tuple[str, ...] | None:
     return None
 
 
+def _same_step(a: str, b: str) -> bool:
+    wa = {w for w in _WORD.findall(a) if w not in _LIGHT}
+    wb = {w for w in _WORD.findall(b) if w not in _LIGHT}
+    return (wa <= wb or wb <= wa) and len(wa ^ wb) <= 1
+
+
 def may_merge(a: str, b: str) -> bool:
     """Whether lessons ``a`` and ``b`` may be merged at all (see the module docstring)."""
     if negative(a) != negative(b):
         return False
     sa, sb = steps(a), steps(b)
-    return sa is None or sb is None or sa == sb
+    if sa is None or sb is None:
+        return True
+    return len(sa) == len(sb) and all(_same_step(x, y) for x, y in zip(sa, sb, strict=True))
