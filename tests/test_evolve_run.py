@@ -287,8 +287,9 @@ def test_dedup_never_merges_opposite_advice() -> None:
 def test_the_step_guard_reads_steps_in_order_up_to_a_word() -> None:
     from evolog.dream.evolve._guard import may_merge
 
-    assert may_merge("Do: read the logs -> patch the code", "do: read logs carefully -> patch code")
-    assert not may_merge("Do: read the logs -> patch the code", "Do: patch the code -> read the logs")
+    first = "Do: read the logs -> patch the code"
+    assert may_merge(first, "do: read logs carefully -> patch code")
+    assert not may_merge(first, "Do: patch the code -> read the logs")
     assert not may_merge("Steps: restart the web service", "Steps: restart the db service")
     assert not may_merge("Steps: read the logs; run the tests", "Steps: read the logs")
     assert may_merge("Steps: build; push", "Run the build, then push.")  # one lists no steps
