@@ -182,6 +182,12 @@ def test_unknown_route_and_method(tmp_path: Path) -> None:
     with client(store) as c:
         assert c.get("/v1/nothing").status_code == 404
         assert c.delete("/v1/events").status_code == 405
+        # Routes of a fixed path skip Starlette's router; everything else still reaches it.
+        assert c.head("/healthz").status_code == 200
+        r = c.post("/v1/events/", content=b'{"kind":"tick"}', headers=JSON, follow_redirects=False)
+        assert r.status_code == 307 and r.headers["location"].endswith("/v1/events")
+        assert c.get("/cte/nodes/nothing").status_code == 404
+        assert c.get("/v1/stats").json()["events"] == 0
 
 
 @pytest.mark.parametrize("durability", ["always", "batch", "none"])

@@ -12,6 +12,7 @@ then), the requests of that group are appended one by one, so only the bad one f
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -50,8 +51,10 @@ class GroupCommitter:
         self.groups = 0  # groups written (a metric)
         self.committed = 0  # requests answered with receipts
         self.on_commit: list[Callable[[], None]] = []
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
 
     def start(self) -> None:
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, "evolog-commit")
         self._task = asyncio.get_running_loop().create_task(self._run(), name="evolog-commit")
 
     async def submit(
@@ -76,17 +79,18 @@ class GroupCommitter:
         self._wake.set()
         if self._task is not None:
             await self._task
+        if self._writer is not None:
+            self._writer.shutdown()
 
     async def _run(self) -> None:
-        from anyio import to_thread
-
+        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
             while self._queue:
                 group = self._take()
                 try:
-                    results = await to_thread.run_sync(self._commit, group)
+                    results = await loop.run_in_executor(self._writer, self._commit, group)
                 except BaseException as exc:
                     results = [exc] * len(group)
                 self.groups += 1

@@ -47,5 +47,7 @@ def serve(config: ServerConfig, *, log_level: str = "warning", ready: Any = None
         timeout_graceful_shutdown=GRACE_S,
         lifespan="on",
         server_header=False,
+        # Nothing here reads the client's address, so forwarded headers are not parsed.
+        proxy_headers=False,
     )
     _Server(uv_config).run()
