@@ -199,7 +199,11 @@ class AdviceEngine:
         now_us = parse_now(now)
         state = self.state(as_of)
         if policy == "evolver":
-            return _evolver(state, signals, genes, drift, now_us)
+            # A warm engine answers from the window's summaries, kept as the log advances;
+            # a one-shot process or a past state reads the window once, which costs less
+            # than summarising it.
+            indexed = state is self._state and not self.one_shot
+            return _evolver(state, signals, genes, drift, now_us, indexed)
         ids, warnings = gene_ids_of(genes)
         skips: tuple[str, ...] = ()
         if not include_dead:
@@ -243,13 +247,22 @@ def _deaths(log: EventLog, as_of: int | None) -> dict[str, str]:
 
 
 def _evolver(
-    state: AdviceState, signals: Sequence[object], genes: object, drift: object, now_us: int
+    state: AdviceState,
+    signals: Sequence[object],
+    genes: object,
+    drift: object,
+    now_us: int,
+    indexed: bool,
 ) -> Advice:
     if not isinstance(genes, list | tuple):
         raise InvalidInputError(f"genes: expected a list of gene objects; got {genes!r:.80}")
-    result = evolver_advice(
-        state.window_objects(), list(signals), list(genes), drift, now_us // 1000, window=None
-    )
+    if indexed:
+        index = state.evolver_index()
+        result = index.advice(list(signals), list(genes), drift, now_us // 1000)
+    else:
+        result = evolver_advice(
+            state.window_objects(), list(signals), list(genes), drift, now_us // 1000, None
+        )
     scored = tuple(
         {
             "geneId": s.gene_id,

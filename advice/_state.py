@@ -21,10 +21,11 @@ edges, and which is the reference: see :mod:`evolog.projections.edges`.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 from evolog.eventlog import TS_MAX
@@ -33,6 +34,9 @@ from ._edges import StatTable
 from ._forgotten import ForgottenIds
 from ._keysearch import KeyCatalog
 from .evolver._export import EVENT_TYPE, EVOLVER_KINDS, NONE_KEY, apply_patch, iso_ms
+
+if TYPE_CHECKING:
+    from .evolver._window import WindowIndex
 
 DAY_US = 86_400_000_000
 EDGE_HALF_LIFE_DAYS = 30.0
@@ -163,6 +167,10 @@ class AdviceState:
         self.forgotten = ForgottenIds()
         # Set by the engine while it folds: finds such an attempt in the log.
         self.find_attempt: Callable[[str, int], Row | None] | None = None
+        # Rows appended to the window so far, and the evolver index with the count it saw.
+        self.window_version = 0
+        self._index: WindowIndex | None = None
+        self._index_version = 0
 
     def defer(self, load: Callable[[], tuple[list[Any], list[Any]]]) -> None:
         """Fill ``closed`` and ``window`` from ``load()`` (raw rows) on first use."""
@@ -211,6 +219,7 @@ class AdviceState:
                 WindowRow(row.kind, row.id, row.ts, key, signals or [], gene, row.status, row.patch)
             )
             self._objects.append(None)
+            self.window_version += 1
 
     def _open(self, row: Row) -> None:
         aid = row.action_id or row.id
@@ -263,6 +272,24 @@ class AdviceState:
             self.edges.for_update(kid, gid).add(ts, status, row.seq, self.edge_half_life_us)
             self.gene_stats.for_update(0, gid).add(ts, status, row.seq, self.gene_half_life_us)
         return key, signals, gene
+
+    def evolver_index(self) -> WindowIndex:
+        """The window summarised for evolver's advice (:mod:`evolog.advice.evolver._window`),
+        built on first use, then brought up to date with the rows appended since."""
+        from .evolver._window import WindowIndex
+
+        window = self.window
+        new = self.window_version - self._index_version
+        index = self._index
+        if index is None or new >= len(window):
+            index = self._index = WindowIndex([window_object(w) for w in window])
+        elif new:
+            for w in itertools.islice(window, len(window) - new, None):
+                index.push(window_object(w))
+            while len(index) > len(window):
+                index.pop()
+        self._index_version = self.window_version
+        return index
 
     def window_objects(self) -> list[dict[str, Any]]:
         """The evolver window as the objects evolver's advice reads, oldest first.

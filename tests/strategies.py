@@ -26,6 +26,10 @@ Public strategies:
   (restatements, links to nodes and steps, constraints by node and by trace, merges,
   prunes, outcomes naming nodes, unrelated attempts, rare retractions), each batch with
   what to do after appending it (refresh the graph checkpoint one way or another, seal);
+- :func:`evolver_graph_lines`, :func:`evolver_queries`: parsed evolver memory-graph lines as
+  evolver's advice reads them, odd ones included (other types, missing or falsy keys,
+  signal lists with non-strings, blanks and ``errsig:`` entries, numeric gene ids, times
+  that do not parse or come from ``created_at``/``at``), and advice queries over them;
 - :func:`evolve_items`, :func:`evolve_steps`, :func:`evolve_pipelines`: staging views of
   memory items and small deterministic evolution strategies (:class:`ToyStep`) composed
   with ``>>`` and ``|``, for the pipeline algebra;
@@ -658,4 +662,51 @@ def avro_records() -> st.SearchStrategy[dict[str, Any]]:
             "kind": st.sampled_from(["A", "B"]),
             "same": st.none() | st.binary(min_size=4, max_size=4),
         }
+    )
+
+
+# -- evolver memory-graph lines, for the advice window ---------------------------------------
+
+_EVOLVER_TOKENS = st.sampled_from(
+    ["a", "b", "c", " a", "", "errsig:TypeError: x", "errsig:", 1, None, True, "a|b"]
+)
+_EVOLVER_SIGNALS = st.one_of(
+    st.lists(_EVOLVER_TOKENS, max_size=4), st.sampled_from(["a", None, 7, {"a": 1}])
+)
+_EVOLVER_GENE_IDS = st.sampled_from(["g0", "g1", "g2", 7, 7.0, "7", "", None, False])
+_EVOLVER_TIMES = st.one_of(
+    st.integers(0, 400).map(lambda d: f"2026-0{1 + d % 3}-{1 + d % 28:02d}T{d % 24:02d}:00:00Z"),
+    st.sampled_from(["yesterday", "", None, 0, 1772323200000, "2026-02-30T00:00:00Z", "2026"]),
+)
+
+
+@st.composite
+def evolver_graph_lines(draw: st.DrawFn) -> dict[str, Any]:
+    """One parsed evolver memory-graph line, as :func:`evolver_advice` takes it."""
+    line: dict[str, Any] = {
+        "type": draw(st.sampled_from(["MemoryGraphEvent"] * 6 + ["Other"])),
+        "kind": draw(st.sampled_from(["outcome"] * 4 + ["signal", "attempt", "hypothesis"])),
+    }
+    if draw(st.integers(0, 5)):
+        key = draw(st.sampled_from(["a", "b", "a|b", "c", "(none)", "", None, 0, 7]))
+        line["signal"] = {"key": key, "signals": draw(_EVOLVER_SIGNALS)}
+    if draw(st.integers(0, 5)):
+        line["gene"] = {"id": draw(_EVOLVER_GENE_IDS)}
+    if draw(st.integers(0, 5)):
+        status = draw(st.sampled_from(["success", "failed", "partial", "", None, 1]))
+        line["outcome"] = {"status": status}
+    for name in draw(st.sampled_from([("ts",), ("ts",), ("created_at",), ("at",), ("ts", "at")])):
+        line[name] = draw(_EVOLVER_TIMES)
+    return line
+
+
+def evolver_queries() -> st.SearchStrategy[tuple[Any, list[Any], Any]]:
+    """(signals, genes, driftEnabled) of an advice call (untyped and repeated genes too)."""
+    gene = st.builds(
+        lambda gid, typed: {"type": "Gene" if typed else "Capsule", "id": gid},
+        _EVOLVER_GENE_IDS,
+        st.sampled_from([True, True, True, False]),
+    )
+    return st.tuples(
+        _EVOLVER_SIGNALS, st.lists(gene, max_size=5), st.sampled_from([False, True, "false", 0])
     )

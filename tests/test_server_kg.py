@@ -141,3 +141,42 @@ def test_advice_takes_what_evolver_sends(tmp_path: Path) -> None:
         assert r.status_code == 422 and r.json()["field"] == "signals"
         r = c.post("/kg/advice", content=b"not json", headers={"content-type": "application/json"})
         assert r.status_code == 400
+
+
+def test_warm_advice_follows_the_window_as_evolog_advise_answers(tmp_path: Path) -> None:
+    # The server answers evolver's policy from summaries of the window kept as the log
+    # advances; after appends that push rows out of the window the answer is still the one
+    # a fresh `evolog advise --policy evolver` reads from the whole window.
+    store = new_store(tmp_path / "s")
+    genes = [{"id": f"g{i}", "category": "repair", "type": "Gene"} for i in range(4)]
+    query = {"signals": ["s1", "area1"], "genes": genes, "now": "2026-12-01T00:00:00Z"}
+
+    def batch(start: int, count: int) -> bytes:
+        lines = []
+        for i in range(start, start + count):
+            signals, ts = [f"s{i % 5}", f"area{i % 2}"], f"2026-11-{1 + i % 28:02d}T00:00:00Z"
+            lines.append({"kind": "attempt", "id": f"a{i}", "ts": ts, "action_id": f"x{i}",
+                          "signals": signals, "gene": f"g{i % 4}"})  # fmt: skip
+            status = "success" if (i * 31) % 7 < 2 + i % 4 else "failed"
+            lines.append({"kind": "outcome", "id": f"o{i}", "ts": ts, "action_id": f"x{i}",
+                          "status": status})  # fmt: skip
+        return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+    def cli() -> dict[str, Any]:
+        out = subprocess.run(
+            [sys.executable, "-m", "evolog", "--store", store, "advise", "--policy", "evolver"],
+            input=json.dumps(query), capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        answer: dict[str, Any] = json.loads(out.stdout)
+        return answer
+
+    ndjson = {"content-type": "application/x-ndjson"}
+    with client(store) as c:
+        start = 0
+        for count in (40, 600, 1, 500, 300):
+            assert c.post("/v1/events", content=batch(start, count), headers=ndjson).is_success
+            start += count
+            got = c.post("/kg/advice", json=query).json()
+            if count in (600, 300):  # before and after rows left the window
+                assert got == cli()
+    assert start * 2 > 2000

@@ -14,7 +14,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from evolog.eventlog.schema._signalkey import (
@@ -81,6 +81,20 @@ class _Edge(msgspec.Struct):
     success: int = 0
     fail: int = 0
     last_ts: object = None
+
+    def last_ms(self) -> float:
+        """The newest outcome's time (NaN when it has none or it does not parse)."""
+        return parse_iso_ms(self.last_ts if js_truthy(self.last_ts) else "")
+
+
+class EdgeCounts(Protocol):
+    """Outcome counts of an edge or a gene, and the time of its newest outcome."""
+
+    @property
+    def success(self) -> int: ...
+    @property
+    def fail(self) -> int: ...
+    def last_ms(self) -> float: ...
 
 
 class _Accum(msgspec.Struct):
@@ -200,8 +214,7 @@ def _aggregate(events: Sequence[object]) -> tuple[dict[str, _Edge], dict[str, _E
     return edges, genes
 
 
-def _decay_weight(ts: object, half_life_days: float, now_ms: float) -> float:
-    t = parse_iso_ms(ts)
+def _decay_weight(t: float, half_life_days: float, now_ms: float) -> float:
     if not math.isfinite(half_life_days) or half_life_days <= 0 or math.isnan(t):
         return 1.0
     age_days = (now_ms - t) / _DAY_MS
@@ -210,12 +223,11 @@ def _decay_weight(ts: object, half_life_days: float, now_ms: float) -> float:
     return js_pow(0.5, age_days / half_life_days)
 
 
-def _expected_success(edge: _Edge, half_life_days: float, now_ms: float) -> tuple[float, int]:
+def _expected_success(edge: EdgeCounts, half_life_days: float, now_ms: float) -> tuple[float, int]:
     """(Laplace-smoothed success rate times decay of the newest outcome, attempt count)."""
     total = edge.success + edge.fail
     p = (edge.success + 1) / (total + 2)
-    ts = edge.last_ts if js_truthy(edge.last_ts) else ""
-    return p * _decay_weight(ts, half_life_days, now_ms), total
+    return p * _decay_weight(edge.last_ms(), half_life_days, now_ms), total
 
 
 def _candidate_keys(events: Sequence[object], cur_signals: object) -> list[tuple[str, float]]:
@@ -275,7 +287,7 @@ def _typed_genes(genes: object) -> list[Mapping[str, object]]:
 def _accumulate(
     candidates: list[tuple[str, float]],
     genes: list[Mapping[str, object]],
-    aggregates: tuple[dict[str, _Edge], dict[str, _Edge]],
+    aggregates: tuple[Mapping[str, EdgeCounts], Mapping[str, EdgeCounts]],
     now_ms: float,
 ) -> list[_Accum]:
     """Best similarity-weighted edge value and largest counts per gene, over all candidates."""
@@ -352,9 +364,21 @@ def evolver_advice(
             raise ValueError(f"window must be positive, got {window}")
         events = events[-window:]
     cur_signals = signals if isinstance(signals, list | tuple) else []
-    drift = js_truthy(drift_enabled)
     candidates = _candidate_keys(events, cur_signals)
-    accums = _accumulate(candidates, _typed_genes(genes), _aggregate(events), now_ms)
+    return decide(candidates, genes, _aggregate(events), drift_enabled, now_ms)
+
+
+def decide(
+    candidates: list[tuple[str, float]],
+    genes: object,
+    aggregates: tuple[Mapping[str, EdgeCounts], Mapping[str, EdgeCounts]],
+    drift_enabled: object,
+    now_ms: float,
+) -> EvolverAdvice:
+    """The advice from the candidate keys (the current one first) and the window's outcome
+    counts per ``signalKey::geneId`` edge and per gene."""
+    drift = js_truthy(drift_enabled)
+    accums = _accumulate(candidates, _typed_genes(genes), aggregates, now_ms)
     ranked = [_score(acc, drift) for acc in accums]
     banned = tuple(s.gene_id for s in ranked if s.banned)  # first-appearance order, pre-sort
     scored = tuple(sorted(ranked, key=lambda s: -s.score))  # stable: ties keep gene order

@@ -18,7 +18,6 @@ from typing import Any
 from evolog.eventlog.schema._signalkey import (
     compute_signal_key,
     extract_error_signature,
-    js_truthy,
     stable_hash,
 )
 
@@ -200,7 +199,7 @@ class EvolverGraphWriter:
             edge = _Edge()
         total = edge.success + edge.fail
         p = (edge.success + 1) / (total + 2)
-        weight = _decay_weight(edge.last_ts if js_truthy(edge.last_ts) else "", half_life, now_ms)
+        weight = _decay_weight(edge.last_ms(), half_life, now_ms)
         return {
             "success": edge.success,
             "fail": edge.fail,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 __all__ = [
@@ -239,7 +240,7 @@ def jaccard(a: object, b: object) -> float:
     )
 
 
-def jaccard_sets(a: set[str], b: set[str]) -> float:
+def jaccard_sets(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """Jaccard similarity of two already-normalised signal sets."""
     if not a and not b:
         return 1.0
