@@ -65,6 +65,9 @@ class DreamConfig:
     with nothing of the failing cycle appended."""
     isa_version: str = ISA_VERSION
     registry: IsaRegistry = ISA_REGISTRY
+    select: Callable[[Trace], bool] | None = None
+    """Dream only the undreamed traces this accepts (a domain's); the others stay undreamed
+    for a later dream (they count in ``remaining``)."""
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "max_traces"):
@@ -126,11 +129,14 @@ def dream(
             (t for t in traces.values() if t.complete and t.id not in consumed),
             key=lambda t: t.seq,
         )
-        chosen = pending[: config.max_traces] if config.max_traces else pending
+        wanted = pending if config.select is None else [t for t in pending if config.select(t)]
+        chosen = wanted[: config.max_traces] if config.max_traces else wanted
         index = VectorIndex.open(embedder or get_embedder(), log.paths.cache)
         index.sync(wanted_texts(graph))
         reports = _run_batches(log, graph, chosen, dreamer, index, config, progress)
-        left = [t for t in traces.values() if not t.complete] + pending[len(chosen) :]
+        taken = {t.id for t in chosen}
+        left = [t for t in traces.values() if not t.complete]
+        left += [t for t in pending if t.id not in taken]
         save_watermark(log, head, undone, left)
         index.sync(wanted_texts(graph))
         with contextlib.suppress(Exception):  # the index is a cache: failing to save is fine

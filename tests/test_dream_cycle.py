@@ -122,6 +122,20 @@ def test_batches_never_drop_a_trace(log: EventLog) -> None:
     assert dream(log, embedder=EMBEDDER).cycles == ()
 
 
+def test_a_selective_dream_leaves_the_other_traces_undreamed(log: EventLog) -> None:
+    for i in range(9):
+        log.append_many(trace_events(f"t{i}", f"task number {i} about topic {i * 7}", ["a", "b"]))
+    even = DreamConfig(select=lambda t: int(t.id[1:]) % 2 == 0, max_traces=3)
+    first = dream(log, embedder=EMBEDDER, config=even)
+    assert (first.traces_dreamed, first.remaining) == (3, 6)
+    assert load_memgraph(log).consumed() == {"t0", "t2", "t4"}
+    again = dream(log, embedder=EMBEDDER, config=DreamConfig(select=even.select))
+    assert (again.traces_dreamed, again.remaining) == (2, 4)
+    rest = dream(log, embedder=EMBEDDER)  # the watermark kept the odd ones for later
+    assert (rest.traces_dreamed, rest.remaining) == (4, 0)
+    assert load_memgraph(log).consumed() == {f"t{i}" for i in range(9)}
+
+
 def test_cycle_ids_and_events_are_deterministic(tmp_path: Path) -> None:
     logs = []
     for name in ("a", "b"):

@@ -58,6 +58,26 @@ def test_without_tokens_only_loopback_hosts(tmp_path: Path) -> None:
         assert r.status_code == 403 and r.json()["field"] == "Host"
 
 
+def test_without_tokens_a_browser_page_elsewhere_is_refused(tmp_path: Path) -> None:
+    # A cross-site page can POST to a loopback server without a preflight when it sends no
+    # body (a dream of one domain needs none); its browser names the page in Origin.
+    store = new_store(tmp_path / "s")
+    with client(store) as c:
+        for origin in ("https://attacker.example", "null", "http://127.0.0.1.example:8420"):
+            r = c.post("/cte/domains/kitchen/dream", headers={"origin": origin})
+            assert r.status_code == 403 and r.json()["field"] == "Origin", origin
+            r = c.post("/v1/events", content=b'{"kind":"tick"}', headers={**JSON, "origin": origin})
+            assert r.status_code == 403 and r.json()["field"] == "Origin", origin
+        assert c.get("/v1/stats").json()["events"] == 0
+        assert c.get("/cte/stats").json()["dream_cycles"] == 0
+        for origin in ("http://localhost:5173", "http://127.0.0.1:8420", "http://[::1]"):
+            r = c.post("/v1/events", content=b'{"kind":"tick"}', headers={**JSON, "origin": origin})
+            assert r.status_code == 200, origin
+    with client(store, tokens=tokens()) as c:  # with tokens, the bearer token is the guard
+        headers = {**JSON, "origin": "https://app.example", **_bearer(WRITE_TOKEN)}
+        assert c.post("/v1/events", content=b'{"kind":"tick"}', headers=headers).is_success
+
+
 def test_kg_routes_take_evolvers_key(tmp_path: Path) -> None:
     store = new_store(tmp_path / "s")
     with client(store, tokens=Tokens(kg=frozenset({KG_KEY}))) as c:

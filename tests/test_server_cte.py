@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from _server_util import client, new_store
+from _server_util import NDJSON, client, new_store
 
 
 def _trace(goal: str, outcome: str = "success", **extra: Any) -> dict[str, Any]:
@@ -101,6 +101,47 @@ def test_bad_values_are_422_naming_the_field(tmp_path: Path) -> None:
             c.get("/cte/export/training-data", params={"outcome": "won"}).json()["field"]
             == "outcome"
         )
-        r = c.post("/cte/domains/kitchen/dream")
-        assert r.status_code == 501 and r.json()["field"] == "domain"
         assert c.get("/cte/stats").json()["traces"] == 0
+
+
+def test_dreaming_a_domain_dreams_only_its_traces(tmp_path: Path) -> None:
+    store = new_store(tmp_path / "s")
+    with client(store) as c:
+        for goal in ("fix the flaky timeout test", "speed up the build"):
+            c.post("/cte/traces", json=_trace(goal))
+        for goal in ("bake bread", "boil pasta"):
+            c.post("/cte/traces", json=_trace(goal, tags=["domain:kitchen", "oven"]))
+        c.post("/cte/traces", json=_trace("water plants", tags=["domain:garden"]))
+        nothing = c.post("/cte/domains/attic/dream")
+        assert nothing.status_code == 200 and nothing.json()["traces_processed"] == 0
+        kitchen = c.post("/cte/domains/kitchen/dream").json()
+        assert set(kitchen) == {
+            "domain", "journal_id", "traces_processed", "nodes_created", "nodes_merged"
+        }  # fmt: skip
+        assert kitchen["domain"] == "kitchen" and kitchen["traces_processed"] == 2
+        goals = {n["entry_point"]["goal"] for n in _routes(c, ["bake bread", "boil pasta"])}
+        assert goals == {"bake bread", "boil pasta"}
+        assert c.get("/cte/stats").json()["dream_cycles"] == 1
+        # The default domain: traces without a domain tag (and traces not posted here).
+        c.post("/v1/events", content=b"".join(_native_trace()), headers=NDJSON)
+        r = c.post("/cte/dream/stream", json={"domain": "default"},
+                   headers={"accept": "text/event-stream"})  # fmt: skip
+        done = json.loads(r.text.strip().splitlines()[-1][6:])
+        assert done["domain"] == "default" and done["traces_processed"] == 3
+        assert c.post("/cte/domains/kitchen/dream").json()["traces_processed"] == 0
+        rest = c.post("/cte/dream/run").json()  # no domain: every undreamed trace
+        assert rest["traces_processed"] == 1  # the garden's
+        assert c.post("/cte/dream/run", json={}).json()["traces_processed"] == 0
+
+
+def _routes(c: Any, queries: list[str]) -> list[dict[str, Any]]:
+    return [c.get("/cte/query", params={"q": q}).json() for q in queries]
+
+
+def _native_trace() -> list[bytes]:
+    lines = [
+        {"kind": "attempt", "id": "n1", "action_id": "n1", "task": "rotate the logs"},
+        {"kind": "step", "id": "n1.s0", "action_id": "n1", "index": 0, "action": "logrotate"},
+        {"kind": "outcome", "id": "n1.o", "action_id": "n1", "status": "success"},
+    ]
+    return [json.dumps(line).encode() + b"\n" for line in lines]

@@ -26,9 +26,7 @@ class guarded:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         try:
-            authorize(
-                self.state.config, self.need, headers.get("authorization"), headers.get("host")
-            )
+            authorize(self.state.config, self.need, headers)
         except Problem as problem:
             self.state.metrics.observe("mcp", problem.status, 0.0)
             await error_response(problem)(scope, receive, send)

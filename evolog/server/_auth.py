@@ -1,17 +1,20 @@
 """Who may call a route: bearer tokens by scope, and loopback-only without them.
 
 A server without tokens is reachable only from this machine, but a web page in a local
-browser can still send requests to it. Two checks close that: the ``Host`` header must
-name a loopback host (a DNS-rebinding page sends its own name), and request bodies must
-be JSON or NDJSON (a cross-site form cannot send those without a preflight, which the
-server never grants).
+browser can still send requests to it. Three checks close that: the ``Host`` header must
+name a loopback host (a DNS-rebinding page sends its own name); a request that carries an
+``Origin`` (browsers send one with every cross-origin POST, forms and ``no-cors`` fetches
+included) must come from a loopback origin; and request bodies must be JSON or NDJSON (a
+cross-site form cannot send those without a preflight, which the server never grants).
+Clients that are not browsers send no ``Origin``.
 """
 
 from __future__ import annotations
 
 import functools
 import hmac
-from collections.abc import Iterable
+import urllib.parse
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from ._config import ServerConfig, is_loopback
@@ -51,10 +54,21 @@ def _loopback_host(host_header: str | None) -> bool:
     return is_loopback(host_name(host_header))
 
 
-def authorize(
-    config: ServerConfig, need: Need, authorization: str | None, host: str | None
-) -> None:
-    """Raise :class:`Problem` (401/403) unless the request may use a route needing ``need``."""
+@functools.lru_cache(maxsize=256)
+def _loopback_origin(origin: str) -> bool:
+    """Whether an ``Origin`` header names a page served from this machine (``null``, the
+    origin of sandboxed and ``file:`` pages, does not)."""
+    try:
+        host = urllib.parse.urlsplit(origin.strip()).hostname
+    except ValueError:
+        return False
+    return host is not None and is_loopback(host)
+
+
+def authorize(config: ServerConfig, need: Need, headers: Mapping[str, str]) -> None:
+    """Raise :class:`Problem` (401/403) unless the request with these headers may use a
+    route needing ``need``."""
+    authorization, host = headers.get("authorization"), headers.get("host")
     tokens = config.tokens
     if need == "open":
         return
@@ -68,6 +82,13 @@ def authorize(
                 403,
                 f"expected a loopback Host header on a server without tokens; got {host!r}",
                 "Host",
+            )
+        origin = headers.get("origin")
+        if origin is not None and not _loopback_origin(origin):
+            raise Problem(
+                403,
+                f"expected no Origin or a loopback one on a server without tokens; got {origin!r}",
+                "Origin",
             )
         return
     else:

@@ -94,12 +94,7 @@ def endpoint(
             state: AppState = request.app.state.evolog
             started = time.perf_counter()
             try:
-                authorize(
-                    state.config,
-                    need,
-                    request.headers.get("authorization"),
-                    request.headers.get("host"),
-                )
+                authorize(state.config, need, request.headers)
                 response = await func(request, state)
             except Exception as exc:
                 response = error_response(problem_of(exc), detail)

@@ -5,7 +5,12 @@ fixed: a bad enum value is a 422 naming the field (not a 500), ``/route`` honour
 ``top_k``, ``/query`` and ``/route`` only read (the reference counts an access on every
 query, so a query changed what later ones saw), and dreaming streams real progress as
 Server-Sent Events (``POST /cte/dream/stream``) where the reference's WebSocket sends none.
-Domains: a trace is in the domain named by a ``domain:NAME`` tag, else ``default``.
+
+Domains: a trace is in the domain named by a ``domain:NAME`` tag, else ``default`` (as are
+traces not posted here). Dreaming a domain dreams only that domain's undreamed traces and
+leaves the others for later (the reference dreams every pending session whatever domain it
+is asked for, and marks even those past its per-cycle limit as processed, so they are never
+dreamed); a dream without a domain takes every undreamed trace.
 """
 
 from __future__ import annotations
@@ -24,10 +29,12 @@ from .._http import AppState, Handler, endpoint, json_response, query_int
 from .._sse import Report, job_events
 from .._types import DreamRequest
 from ..routes._dream import run_dream
-from ._types import OUTCOME, CteDream, CteRoute, CteTrace, CteTraceResponse, trace_events
+from ._types import CTE_AGENT, OUTCOME, CteDream, CteRoute, CteTrace, CteTraceResponse, trace_events
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+
+    from evolog.dream import Trace
 
 BODY_LIMIT = 4 << 20
 SYSTEM_PROMPT = (
@@ -102,32 +109,38 @@ def _dream_json(report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _one_domain(domain: str) -> None:
-    if domain != "default":
-        raise Problem(
-            501,
-            f"domain: dreaming one domain is not supported; got {domain!r} (a dream takes "
-            "every undreamed trace: use 'default')",
-            "domain",
-        )
+def _dream_domain(
+    state: AppState, domain: str | None, report: Report | None = None
+) -> dict[str, Any]:
+    """Dream the undreamed traces of ``domain`` (every one when None), as the reference
+    reports a dream."""
+    select: Callable[[Trace], bool] | None = None
+    if domain is not None:
+        # Decided before the dream from the traces posted so far: one posted meanwhile
+        # has no known domain and waits for the next dream.
+        known = {row["attempt_id"]: _domain(row["cte"]) for row in _cte_traces(state)}
+
+        def select(trace: Trace) -> bool:
+            found = known.get(trace.id, "default" if trace.agent != CTE_AGENT else None)
+            return found == domain
+
+    return _dream_json(run_dream(state, DreamRequest(), report, select))
 
 
 @_cte("write", "dream_run")
 async def dream_run(request: Request, state: AppState) -> Response:
+    """Dream every undreamed trace, or with ``{"domain": NAME}`` only that domain's."""
     req = decode(await read_body(request, BODY_LIMIT), CteDream)
-    _one_domain(req.domain)
-    report = await to_thread.run_sync(run_dream, state, DreamRequest())
-    return json_response(_dream_json(report))
+    return json_response(await to_thread.run_sync(_dream_domain, state, req.domain))
 
 
 @_cte("write", "dream_stream")
 async def dream_stream(request: Request, state: AppState) -> Response:
     """SSE: ``started``, ``progress`` {done, total}, then ``completed`` or ``error``."""
     req = decode(await read_body(request, BODY_LIMIT), CteDream)
-    _one_domain(req.domain)
 
     def job(report: Report) -> dict[str, Any]:
-        return {"domain": req.domain, **_dream_json(run_dream(state, DreamRequest(), report))}
+        return {"domain": req.domain, **_dream_domain(state, req.domain, report)}
 
     return StreamingResponse(
         job_events(job, {"domain": req.domain}), media_type="text/event-stream"
@@ -291,9 +304,9 @@ async def domains(request: Request, state: AppState) -> Response:
 
 @_cte("write", "domain_dream")
 async def domain_dream(request: Request, state: AppState) -> Response:
+    """Dream the undreamed traces of one domain (the others stay undreamed)."""
     name = request.path_params["name"]
-    _one_domain(name)
-    report = _dream_json(await to_thread.run_sync(run_dream, state, DreamRequest()))
+    report = await to_thread.run_sync(_dream_domain, state, name)
     keep = ("journal_id", "traces_processed", "nodes_created", "nodes_merged")
     return json_response({"domain": name, **{k: report[k] for k in keep}})
 

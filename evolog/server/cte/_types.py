@@ -20,6 +20,8 @@ STATUS = {
     "aborted": "abandoned", "unknown": "unknown",
 }  # fmt: skip
 OUTCOME = {v: k for k, v in STATUS.items()}
+#: The agent of the events a posted trace becomes.
+CTE_AGENT = "cte"
 SOURCE = {
     "real_world": "real", "sim_3d": "simulated", "sim_2d": "simulated",
     "dream_text": "dreamed", "agent": "real", "unknown_source": "real",
@@ -48,7 +50,8 @@ class CteTrace(msgspec.Struct):
 
 
 class CteDream(msgspec.Struct):
-    domain: str = "default"
+    #: Dream only this domain's traces; every undreamed trace when absent.
+    domain: str | None = None
 
 
 class CteRoute(msgspec.Struct):
@@ -66,7 +69,7 @@ def trace_events(trace: CteTrace, trace_id: str, session_id: str) -> list[Any]:
     from evolog.eventlog import Attempt, Outcome, Step
 
     source = SOURCE[trace.source]
-    common: dict[str, Any] = {"session": session_id, "agent": "cte", "source": source}
+    common: dict[str, Any] = {"session": session_id, "agent": CTE_AGENT, "source": source}
     cte = {
         "hierarchy_level": trace.hierarchy_level, "confidence": trace.confidence,
         "source": trace.source, "tags": list(trace.tags), "outcome": trace.outcome,

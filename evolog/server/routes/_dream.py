@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -16,14 +17,23 @@ from .._types import DreamRequest
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from evolog.dream import Trace
 
-def run_dream(state: AppState, req: DreamRequest, report: Report | None = None) -> dict[str, Any]:
-    """Dream with the heuristic dreamer through the server's writer."""
+
+def run_dream(
+    state: AppState,
+    req: DreamRequest,
+    report: Report | None = None,
+    select: Callable[[Trace], bool] | None = None,
+) -> dict[str, Any]:
+    """Dream with the heuristic dreamer through the server's writer (only the traces
+    ``select`` accepts, when given)."""
     from evolog.dream._cycle import DreamConfig, dream
 
     config = DreamConfig(
-        batch_size=req.batch_size, max_traces=req.max_traces, compaction=req.compact
-    )
+        batch_size=req.batch_size, max_traces=req.max_traces, compaction=req.compact,
+        select=select,
+    )  # fmt: skip
 
     def progress(done: int, total: int) -> None:
         if report is not None:

@@ -65,8 +65,7 @@ async def recall(request: Request, state: AppState) -> Response:
     """The block to inject for a query and the scored items behind it."""
     req = decode(await read_body(request, BODY_LIMIT), RecallRequest)
     if req.record:  # the recall event is a write
-        headers = request.headers
-        authorize(state.config, "write", headers.get("authorization"), headers.get("host"))
+        authorize(state.config, "write", request.headers)
     return json_response(await to_thread.run_sync(recall_json, state, req))
 
 
