@@ -8,7 +8,9 @@ from pathlib import Path
 import msgspec
 import pytest
 from _server_util import JSON, NDJSON, client, new_store
-from evolog.eventlog import EventLog, to_json
+from evolog.eventlog import Attempt, EventLog, to_json
+
+from evolog.server.routes._search import search_events
 
 
 def _ndjson(events: list[dict[str, object]]) -> bytes:
@@ -130,6 +132,35 @@ def test_sql_json_csv_arrow_and_refusals(tmp_path: Path) -> None:
         assert r.status_code == 422 and r.json()["field"] == "format"
         r = c.post("/v1/sql", json={"query": q, "limit": 3})
         assert r.status_code == 422 and r.json()["field"] == "limit"
+
+
+def test_search_finds_events_by_text_as_the_mcp_tool_does(tmp_path: Path) -> None:
+    from evolog.eventlog import Note
+
+    store = new_store(tmp_path / "s")
+    _seed(store)
+    with EventLog(store) as log:
+        log.append(Note(id="n1", text="The deploy hit a TIMEOUT at step 3"))
+        log.append(Attempt(id="a9", task="raise the timeout", gene="gene_wait"))
+    with client(store) as c:
+        r = c.post("/v1/search", json={"text": "timeout"})
+        body = r.json()
+        assert [e["id"] for e in body["events"]] == ["a9", "n1"] and body["count"] == 2
+        assert "session" not in body["events"][0]  # null fields are left out
+        r = c.post("/v1/search", json={"text": "Timeout", "kinds": ["note"], "limit": 5})
+        assert [e["id"] for e in r.json()["events"]] == ["n1"]
+        assert c.post("/v1/search", json={"limit": 2}).json()["count"] == 2  # '' matches all
+        with EventLog(store) as log:
+            mcp = search_events(log.paths, "timeout", None, 20)
+        assert c.post("/v1/search", json={"text": "timeout"}).json()["events"] == json.loads(
+            msgspec.json.encode(mcp)
+        )
+        for bad, field in (({"kinds": ["nope"]}, "kinds"), ({"limit": 0}, "limit"),
+                           ({"text": 3}, "text"), ({"query": "x"}, "query")):  # fmt: skip
+            r = c.post("/v1/search", json=bad)
+            assert r.status_code == 422 and r.json()["field"] == field, (bad, r.json())
+        doc = c.get("/openapi.json").json()["paths"]["/v1/search"]["post"]
+        assert doc["requestBody"]["content"]["application/json"]["schema"]
 
 
 def test_edges_advise_route_ledger_stats_verify(tmp_path: Path) -> None:

@@ -34,6 +34,8 @@ from ._types import (
     RememberRequest,
     RouteRequest,
     RowsResponse,
+    SearchRequest,
+    SearchResponse,
     SqlRequest,
     SqlResponse,
 )
@@ -45,6 +47,7 @@ from .routes import _events as _routes_events
 from .routes import _memory as _routes_memory
 from .routes import _ops as _routes_ops
 from .routes import _query as _routes_query
+from .routes import _search as _routes_search
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -58,6 +61,7 @@ _HANDLERS: dict[str, Any] = {
     "append": _routes_events.append,
     "events": _routes_events.events,
     "sql": _routes_query.sql,
+    "search": _routes_search.search,
     "edges": _routes_query.edges,
     "advise": _routes_query.advise,
     "route": _routes_query.route,
@@ -142,6 +146,9 @@ SPECS = (
     Spec("post", "/v1/sql", "sql", "read", "one read-only SQL query (JSON, CSV or Arrow IPC)",
          body=SqlRequest, answer=SqlResponse,
          answer_media=("application/json", "text/csv", "application/vnd.apache.arrow.stream")),
+    Spec("post", "/v1/search", "search", "read",
+         "events whose text contains a phrase (case-insensitive), newest first "
+         "(as the MCP tool search_events)", body=SearchRequest, answer=SearchResponse),
     Spec("post", "/v1/edges", "edges", "read", "edge stats or gene priors",
          body=EdgesRequest, answer=RowsResponse),
     Spec("post", "/v1/advise", "advise", "read", "gene advice for signals",

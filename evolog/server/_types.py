@@ -57,6 +57,19 @@ class SqlResponse(msgspec.Struct):
     truncated: bool
 
 
+class SearchRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """Events whose text contains a phrase (the MCP tool ``search_events``)."""
+
+    text: Annotated[str, msgspec.Meta(examples=["timeout"])] = ""
+    kinds: list[str] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 20
+
+
+class SearchResponse(msgspec.Struct):
+    events: list[dict[str, Any]]
+    count: int
+
+
 class EdgesRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Edge stats per (signal key, gene), or per-gene priors with ``priors``."""
 

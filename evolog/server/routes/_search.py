@@ -1,14 +1,25 @@
-"""Finding events by the text they contain (the MCP ``search_events`` tool)."""
+"""Finding events by the text they contain: ``POST /v1/search`` and the MCP ``search_events``
+tool (one function, so both answer alike)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from anyio import to_thread
+
+from .._body import decode, read_body
 from .._errors import Problem
+from .._http import AppState, endpoint, json_response
+from .._types import SearchRequest, SearchResponse
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
     from evolog.eventlog import Paths
+
+BODY_LIMIT = 1 << 20
 
 
 def search_events(
@@ -45,3 +56,14 @@ def search_events(
         {k: v for k, v in row.items() if v is not None and v != [] and v != {}}
         for row in py_rows(table)
     ]
+
+
+@endpoint("read", "search")
+async def search(request: Request, state: AppState) -> Response:
+    """``{text, kinds, limit}`` -> ``{events, count}``: events containing ``text``
+    (case-insensitive), newest first."""
+    req = decode(await read_body(request, BODY_LIMIT), SearchRequest)
+    found = await to_thread.run_sync(
+        search_events, state.store.paths, req.text, req.kinds, req.limit
+    )
+    return json_response(SearchResponse(found, len(found)))
