@@ -1,7 +1,8 @@
 """``evolog serve`` over HTTP on this machine: appends, batches, advice latency, start-up, RSS.
 
     python bench/bench_serve.py                      # small sizes (a quick check)
-    python bench/bench_serve.py --appends 100000 --store-events 1000000 10000000
+    python bench/bench_serve.py --appends 100000 --store-events 1000000
+    python bench/bench_serve.py --appends 0 --store-events --rss-events 1000000 10000000
 
 * single-event appends from ``--clients`` concurrent keep-alive connections (events/s, p50 and
   p99 latency) under ``--durability`` (batch by default);
@@ -9,7 +10,10 @@
 * ``/kg/advice`` and ``/v1/recall`` (not recorded, and recorded: a ``recall`` event appended
   per query) latency, warm, on stores of ``--store-events`` events (plus 400 memory notes):
   p50/p99 over ``--queries`` requests;
-* time from starting ``evolog serve`` to its first answer on each such store, and its RSS.
+* time from starting ``evolog serve`` to its first answer on each such store, and its RSS;
+* ``--rss-events``: stores of these sizes only started and warmed (one ``/kg/advice``, one
+  recall of each kind, one append: what a server does first on a store it has not seen),
+  with the time to ready, the RSS when ready and once warm, and the peak RSS (VmHWM).
 
 The client is a minimal HTTP/1.1 client over asyncio streams (one process, one connection per
 client), so that the client costs little of the machine the server shares. Figures are only
@@ -22,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -72,10 +77,10 @@ class Server:
                 pass
             time.sleep(0.01)
 
-    def rss_mib(self) -> float:
+    def rss_mib(self, field: str = "VmRSS") -> float:
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) / 1024
         return float("nan")
 
@@ -223,6 +228,31 @@ def recall_bodies(n: int, record: bool) -> list[bytes]:
     ]
 
 
+async def warm(port: int) -> None:
+    conn = Conn(port)
+    await conn.open()
+    await conn.post("/kg/advice", advice_bodies(1)[0])
+    for record in (False, True):
+        await conn.post("/v1/recall", recall_bodies(1, record)[0])
+    await conn.post("/v1/events", b'{"kind":"note","text":"warm"}')
+    conn.close()
+
+
+def rss_row(path: str, n: int, durability: str) -> dict[str, Any]:
+    server = Server(path, durability)
+    try:
+        row: dict[str, Any] = {"events": n, "ready_s": server.ready_s}
+        row["rss_ready_mib"] = server.rss_mib()
+        started = time.perf_counter()
+        asyncio.run(warm(server.port))
+        row["warm_s"] = time.perf_counter() - started
+        row["rss_warm_mib"] = server.rss_mib()
+        row["rss_peak_mib"] = server.rss_mib("VmHWM")
+    finally:
+        server.stop()
+    return row
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--appends", type=int, default=2000, help="single-event appends in total")
@@ -232,6 +262,8 @@ def main() -> None:
     p.add_argument("--durability", choices=["always", "batch", "none"], default="batch")
     p.add_argument("--store-events", type=int, nargs="*", default=[10_000])
     p.add_argument("--queries", type=int, default=200)
+    p.add_argument("--rss-events", type=int, nargs="*", default=[],
+                   help="store sizes only started and warmed, for RSS")  # fmt: skip
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args()
     results: dict[str, Any] = {"durability": args.durability}
@@ -240,10 +272,12 @@ def main() -> None:
         init_store(store)
         server = Server(store, args.durability)
         try:
-            results["appends"] = asyncio.run(appends(server.port, args.appends, args.clients))
-            results["batches"] = asyncio.run(
-                batches(server.port, args.batch_events, args.batch_size)
-            )
+            if args.appends:
+                results["appends"] = asyncio.run(appends(server.port, args.appends, args.clients))
+            if args.batch_events:
+                results["batches"] = asyncio.run(
+                    batches(server.port, args.batch_events, args.batch_size)
+                )
         finally:
             server.stop()
         for n in args.store_events:
@@ -264,6 +298,14 @@ def main() -> None:
                 server.stop()
             results.setdefault("stores", []).append(row)
             print(json.dumps(row), file=sys.stderr)
+            shutil.rmtree(path)
+        for n in args.rss_events:
+            path = os.path.join(tmp, f"rss-{n}")
+            build_store(path, n)
+            row = rss_row(path, n, args.durability)
+            results.setdefault("rss", []).append(row)
+            print(json.dumps(row), file=sys.stderr)
+            shutil.rmtree(path)
     text = json.dumps(results, indent=2)
     print(text)
     if args.json:
