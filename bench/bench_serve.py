@@ -2,7 +2,8 @@
 
     python bench/bench_serve.py                      # small sizes (a quick check)
     python bench/bench_serve.py --appends 100000 --store-events 1000000
-    python bench/bench_serve.py --appends 0 --store-events --rss-events 1000000 10000000
+    # RSS only, on stores started cold and warmed:
+    python bench/bench_serve.py --appends 0 --batch-events 0 --store-events --rss-events 1e7
 
 * single-event appends from ``--clients`` concurrent keep-alive connections (events/s, p50 and
   p99 latency) under ``--durability`` (batch by default);
@@ -262,7 +263,7 @@ def main() -> None:
     p.add_argument("--durability", choices=["always", "batch", "none"], default="batch")
     p.add_argument("--store-events", type=int, nargs="*", default=[10_000])
     p.add_argument("--queries", type=int, default=200)
-    p.add_argument("--rss-events", type=int, nargs="*", default=[],
+    p.add_argument("--rss-events", type=lambda v: int(float(v)), nargs="*", default=[],
                    help="store sizes only started and warmed, for RSS")  # fmt: skip
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args()
