@@ -171,8 +171,9 @@ class KeyCatalog:
     def build_index(self) -> Any:
         """Build or extend the usearch index so that it covers every key; return it."""
         try:
-            from usearch.index import Index
+            from evolog.projections._usearch import usearch_index_class
 
+            Index = usearch_index_class()
             if self._index is None:
                 self._index = Index(
                     ndim=FINGERPRINT_BITS,
@@ -271,8 +272,8 @@ def load_index(path: str) -> Any:
     if not os.path.exists(path):
         return None
     try:
-        from usearch.index import Index
+        from evolog.projections._usearch import usearch_index_class
 
-        return Index.restore(path, view=True)
+        return usearch_index_class().restore(path, view=True)
     except (RuntimeError, ValueError, OSError):
         return None  # a damaged cache is rebuilt, not an error

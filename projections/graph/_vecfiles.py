@@ -91,9 +91,9 @@ def cache_paths(directory: str, embedder: str) -> tuple[str, str, str]:
 
 def usearch_index(dim: int, view: str | None = None) -> Any:
     """A new usearch index, or the one saved at ``view`` memory-mapped."""
-    from usearch.index import Index
+    from evolog.projections._usearch import usearch_index_class
 
-    index = Index(ndim=dim, metric="cos", dtype="f16")
+    index = usearch_index_class()(ndim=dim, metric="cos", dtype="f16")
     if view is not None:
         try:
             index.view(view)
