@@ -68,3 +68,35 @@ def test_recall_that_records_needs_a_write_token(tmp_path: Path) -> None:
             headers=write,
         )
         assert r.status_code == 200 and r.json()["recorded"]
+
+
+def test_recall_by_signals_and_feedback_on_an_attempt_over_http(tmp_path: Path) -> None:
+    """Gene items are reached through the server as through the facade (``signals``), and a
+    feedback names the attempt whose outcome's verdict it replaces (``action_id``)."""
+    from evolog.eventlog import Attempt, Outcome
+
+    store = new_store(tmp_path / "s")
+    with Memory(store) as mem:
+        mem.append_many(
+            [
+                Attempt(id="a1", action_id="a1", gene="gene_pin", signals=["dep_conflict"]),
+                Outcome(action_id="a1", status="success", gene="gene_pin", delta=1.0),
+            ]
+        )
+        expected = mem.recall("fix the build", signals=["dep_conflict"], record=False)
+    with client(store) as c:
+        body = c.post(
+            "/v1/recall",
+            json={"query": "fix the build", "signals": ["dep_conflict"], "record": False},
+        ).json()
+        assert [i["id"] for i in body["items"]] == [i.id for i in expected.items] == ["gene_pin"]
+        r = c.post("/v1/recall", json={"query": "x", "signals": "dep_conflict"})
+        assert r.status_code == 422 and r.json()["field"] == "signals"
+        r = c.post(
+            "/v1/feedback", json={"item": "gene_pin", "verdict": "harmful", "action_id": "a1"}
+        )
+        assert r.status_code == 200, r.text
+    with Memory(store) as mem:
+        after = mem.recall("fix the build", signals=["dep_conflict"], record=False, threshold=0.0)
+    # The outcome's "helpful" for attempt a1 is replaced by the feedback's "harmful".
+    assert (after.items[0].helpful, after.items[0].harmful) == (0, 1)

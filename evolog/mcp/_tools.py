@@ -172,11 +172,18 @@ def register(server: MCPServer, state: AppState) -> None:
         budget_chars: Annotated[int, Field(ge=0, description="most characters of text")] = 4000,
         top_n: Annotated[int, Field(ge=0, description="most items")] = 10,
         action_id: Annotated[str, Field(description="the task this recall serves")] = "",
+        signals: Annotated[
+            list[str], Field(description="the task's signals: genes tried for them compete")
+        ] = [],  # noqa: B006
     ) -> dict[str, Any]:
         from evolog.server.routes._memory import recall_json
 
         req = RecallRequest(
-            query=query, budget_chars=budget_chars, top_n=top_n, action_id=action_id
+            query=query,
+            budget_chars=budget_chars,
+            top_n=top_n,
+            action_id=action_id,
+            signals=list(signals),
         )
         try:
             return await to_thread.run_sync(recall_json, state, req)

@@ -207,6 +207,8 @@ class RecallRequest(msgspec.Struct, forbid_unknown_fields=True):
     include_dead: bool = False
     action_id: str = ""
     record: bool = True
+    #: The task's signals: gene items tried for them compete with the other items.
+    signals: Annotated[list[str], msgspec.Meta(examples=[["log_error"]])] = []
 
 
 class FeedbackRequest(msgspec.Struct, forbid_unknown_fields=True):
@@ -215,3 +217,5 @@ class FeedbackRequest(msgspec.Struct, forbid_unknown_fields=True):
     item: Annotated[str, msgspec.Meta(min_length=1)]
     verdict: Literal["helpful", "harmful", "neutral"]
     note: str | None = None
+    #: The attempt the verdict is about: it replaces the verdict that attempt's outcome gave.
+    action_id: str = ""

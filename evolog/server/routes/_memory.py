@@ -37,7 +37,7 @@ def recall_json(state: AppState, req: RecallRequest) -> dict[str, Any]:
         return recall(
             log, items, req.query, budget_chars=req.budget_chars, top_n=req.top_n,
             threshold=req.threshold, branches=req.branches, include_dead=req.include_dead,
-            action_id=req.action_id, record=req.record,
+            action_id=req.action_id, record=req.record, signals=req.signals,
         )  # fmt: skip
 
     out: dict[str, Any] = msgspec.to_builtins(state.store.with_items(run))
@@ -48,7 +48,9 @@ def feedback_json(state: AppState, req: FeedbackRequest) -> dict[str, Any]:
     from evolog._remember import feedback
 
     seq = state.store.with_items(
-        lambda log, items: feedback(log, items, req.item, req.verdict, req.note)
+        lambda log, items: feedback(
+            log, items, req.item, req.verdict, req.note, action_id=req.action_id
+        )
     )
     return {"seq": seq, "item": req.item, "verdict": req.verdict}
 
