@@ -513,8 +513,53 @@ static PyObject *write_views(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* find_key(key_offsets_u64, keys, n, key) -> index or -1: binary search over keys sorted by
+   their bytes (the item checkpoint's tables, projections/memory/_lazy.py), compared as
+   Python compares bytes. A Python loop paid ~17 slices and comparisons per lookup. */
+static PyObject *find_key(PyObject *self, PyObject *args) {
+    Py_buffer off, keys;
+    Py_ssize_t n;
+    const char *key;
+    Py_ssize_t klen;
+    if (!PyArg_ParseTuple(args, "y*y*ny#:find_key", &off, &keys, &n, &key, &klen)) return NULL;
+    Py_ssize_t found = -1;
+    if (n < 0 || off.len < (n + 1) * (Py_ssize_t)sizeof(uint64_t)) {
+        PyBuffer_Release(&off);
+        PyBuffer_Release(&keys);
+        PyErr_SetString(PyExc_ValueError, "find_key: expected n + 1 key offsets");
+        return NULL;
+    }
+    const uint64_t *o = off.buf;
+    const unsigned char *base = keys.buf;
+    uint64_t limit = (uint64_t)keys.len;
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        uint64_t a = o[mid], b = o[mid + 1];
+        if (a > b || b > limit) { /* damaged offsets: say so rather than read past the end */
+            PyBuffer_Release(&off);
+            PyBuffer_Release(&keys);
+            PyErr_SetString(PyExc_ValueError, "find_key: key offsets out of range");
+            return NULL;
+        }
+        size_t len = (size_t)(b - a), common = len < (size_t)klen ? len : (size_t)klen;
+        int c = memcmp(base + a, key, common);
+        if (c == 0) c = len < (size_t)klen ? -1 : (len > (size_t)klen ? 1 : 0);
+        if (c == 0) {
+            found = mid;
+            break;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    PyBuffer_Release(&off);
+    PyBuffer_Release(&keys);
+    return PyLong_FromSsize_t(found);
+}
+
 static PyMethodDef methods[] = {
     {"topk", topk, METH_VARARGS, "topk(matrix_f16, dim, query_f32, k) -> [(row, score)]"},
+    {"find_key", find_key, METH_VARARGS, "find_key(offsets_u64, keys, n, key) -> index or -1"},
     {"dots", dots, METH_VARARGS, "dots(matrix_f32, dim, query_f32) -> [score]"},
     {"mean_rows", mean_rows, METH_VARARGS, "mean_rows(table_f16, dim, ids) -> bytes"},
     {"check_views", check_views, METH_VARARGS, "check_views(data, offsets, crcs, live) -> row"},

@@ -35,6 +35,12 @@ import msgspec
 
 __all__ = ["MAGIC", "CheckpointDamaged", "LazyMap", "Table", "open_file", "write_file"]
 
+_find_key: Any
+try:  # the binary search in C (projections/graph/_kernels.c), optional like the kernels
+    from evolog.projections.graph._kernels import find_key as _find_key
+except ImportError:  # pragma: no cover
+    _find_key = None
+
 MAGIC: Final = b"EVOLMEM3"
 _START: Final = 24  # magic, head length, head CRC
 V = TypeVar("V")
@@ -89,6 +95,14 @@ class Table:
     def find(self, key: bytes) -> int:
         """The index of ``key``, or -1."""
         self.check()
+        if _find_key is not None:
+            try:
+                found: int = _find_key(self._koff, self._keys, self.n, key)
+            except ValueError:
+                raise CheckpointDamaged(
+                    f"memory checkpoint: table {self.name!r} is damaged"
+                ) from None
+            return found
         lo, hi = 0, self.n
         koff, keys = self._koff, self._keys
         while lo < hi:
