@@ -31,6 +31,7 @@ from typing import Final
 
 import msgspec
 from evolog.projections.memory import BACKBONE, ItemFold, MemoryConfig, MemoryItem
+from evolog.projections.memory._fold import peek
 from evolog.projections.memory._text import idf, term_freqs
 
 from ..routing._background import BACKGROUND_TASKS
@@ -82,7 +83,7 @@ def _null(q: dict[str, float], qn: float) -> float:
 def _weighted(fold: ItemFold, query: str) -> dict[str, float]:
     postings = fold.state.postings
     n = fold.state.active
-    return {t: tf * idf(len(postings.get(t, ())), n) for t, tf in term_freqs(query).items()}
+    return {t: tf * idf(len(peek(postings, t) or ()), n) for t, tf in term_freqs(query).items()}
 
 
 def _cos(q: dict[str, float], qn: float, tf: dict[str, float]) -> float:
@@ -120,7 +121,7 @@ def rank(
     dots: dict[str, float] = {}
     postings = fold.state.postings
     for token, w in q.items():
-        found = postings.get(token)
+        found = peek(postings, token)
         if found:
             for item_id, weight in found.items():
                 dots[item_id] = dots.get(item_id, 0.0) + w * weight
@@ -129,7 +130,7 @@ def rank(
     if limit is None:
         out: list[Candidate] = []
         for item_id in dots:
-            item = items[item_id]
+            item = peek(items, item_id)
             if _excluded(item, dead, include_dead, branches):
                 continue
             out.append(_candidate(item, _measure(fold, item, q, qn, total, cfg), null, cfg))
@@ -154,7 +155,7 @@ def rank(
     for neg, item_id in bounded:
         if len(kept) >= limit and -neg + _ROUNDING < -kept[-1][0]:
             break  # no item left can reach the top ``limit``, even after rounding
-        item = items[item_id]
+        item = peek(items, item_id)
         if _excluded(item, dead, include_dead, branches):
             continue
         m = _measure(fold, item, q, qn, total, cfg)

@@ -38,7 +38,7 @@ Rules, decided here (the module docstring of :mod:`.` says why):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -60,7 +60,7 @@ from ._genes import fold_gene
 from ._items import DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
 from ._text import norm, term_freqs
 
-__all__ = ["FOLD_KINDS", "GRAPH_KINDS", "MAPS", "FoldState", "ItemFold"]
+__all__ = ["FOLD_KINDS", "GRAPH_KINDS", "MAPS", "FoldState", "ItemFold", "peek"]
 
 GRAPH_KINDS: Final = frozenset({"node", "child_step", "constraint", "merge", "prune"})
 """Kinds after which strategy items are read again from the memory graph."""
@@ -345,10 +345,18 @@ class ItemFold:
         """ACE counters (helpful, harmful, neutral) of the item and its group."""
         h = x = n = 0
         for ref in (item.id, *item.group):
-            counts = self.state.evidence.get(ref)
+            counts = peek(self.state.evidence, ref)
             if counts is not None:
                 h, x, n = h + counts[0], x + counts[1], n + counts[2]
         return h, x, n
 
     def snapshot(self, item_id: str) -> int:
-        return self.state.touched.get(item_id, 0)
+        found = peek(self.state.touched, item_id)
+        return 0 if found is None else int(found)
+
+
+def peek(mapping: Mapping[str, Any], key: str) -> Any:
+    """``mapping.get(key)``, without keeping what a checkpoint table decodes (see
+    ``LazyMap.peek``): for readers that do not change the value."""
+    read = getattr(mapping, "peek", None)
+    return read(key) if read is not None else mapping.get(key)

@@ -151,6 +151,23 @@ class LazyMap(MutableMapping[str, V], Generic[V]):
         self._over[key] = value
         return value
 
+    def peek(self, key: str) -> V | None:
+        """Read without keeping: the overlay's value, or the table's decoded afresh (None
+        when absent). For readers that never change what they read (ranking): values kept
+        after every query would pile up as objects the garbage collector walks again and
+        again; a full collection over them cost a query at 1e5 items some 10 ms."""
+        try:
+            return self._over[key]
+        except KeyError:
+            pass
+        if key in self._gone or self._table is None:
+            return None
+        i = self._base(key)
+        if i < 0:
+            return None
+        value: V = self._dec.decode(self._table.raw(i))
+        return value
+
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
