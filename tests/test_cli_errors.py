@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import REPO, evolog, hash_tree
+from _signals import default_sigint
 from evolog.eventlog import EventLog, Note, Signal
 
 
@@ -226,7 +227,7 @@ def test_ctrl_c_during_start_up_exits_130_quietly_and_writes_nothing(tmp_path: P
     before = hash_tree(store)
     proc = subprocess.run(
         [sys.executable, "-c", _INTERRUPT_AT_IMPORT, str(store)],
-        capture_output=True, cwd=REPO, timeout=60, check=False,
+        capture_output=True, cwd=REPO, timeout=60, check=False, preexec_fn=default_sigint,
     )  # fmt: skip
     assert proc.returncode == 130, proc.stderr.decode()
     assert proc.stderr == b"" and proc.stdout == b""

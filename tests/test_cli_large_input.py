@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from _eventlog_util import REPO
+from _signals import default_sigint
 from evolog.eventlog import EventLog
 
 from evolog.cli._ingest import CHUNK_EVENTS
@@ -88,6 +89,7 @@ def _interrupted(store: Path, source: Path, delay: float) -> subprocess.Complete
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=REPO,
+            preexec_fn=default_sigint,
         )
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)

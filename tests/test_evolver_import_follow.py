@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _signals import default_sigint
 from evolog.advice import import_evolver
 from evolog.advice.evolver._file import ImportReport
 from evolog.advice.evolver._follow import Follower, load_state, state_path
@@ -154,6 +155,7 @@ def test_cli_follow_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,
     )
     with EventLog(store) as lg:
         deadline = time.monotonic() + 30
@@ -164,7 +166,12 @@ def test_cli_follow_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
         while len(_ids(lg)) < len(objs) and time.monotonic() < deadline:
             time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:  # never leave it running (it would outlive the suite)
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, err
     assert json.loads(out)["imported"] == len(objs)
     with EventLog(store) as lg:
@@ -190,6 +197,12 @@ def test_ctrl_c_during_a_poll_reports_what_the_poll_imported(
         return receipts
 
     monkeypatch.setattr(log, "append_receipts", append_then_ctrl_c)
-    report = follow_evolver(log, path, poll_seconds=0.01)
+    # Under a suite started as a background job SIGINT arrives ignored (and the follow keeps
+    # an ignored SIGINT ignored, by design): this test is about the default handler.
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        report = follow_evolver(log, path, poll_seconds=0.01)
+    finally:
+        signal.signal(signal.SIGINT, old)
     assert report.imported == len(_ids(log)) == len(objs)
     assert load_state(state_path(log, str(path))).offset == path.stat().st_size  # type: ignore[union-attr]
