@@ -58,6 +58,17 @@ class _Head(msgspec.Struct, kw_only=True):
     retracted_cycles: list[str] = []
 
 
+_SCALARS: Final = (
+    "applied",
+    "activity",
+    "active",
+    "graph_dirty",
+    "stale",
+    "retracted_ids",
+    "retracted_cycles",
+)
+"""The fold's fields the head carries (the rest, :data:`MAPS`, are the tables)."""
+
 _DECODERS: Final[dict[str, msgspec.msgpack.Decoder[Any]]] = {
     "items": msgspec.msgpack.Decoder(MemoryItem),
     "evidence": msgspec.msgpack.Decoder(list[int]),
@@ -212,16 +223,8 @@ class ItemIndex:
         if any(name not in tables for name in MAPS):
             return
         maps = {name: LazyMap[Any](tables[name], _DECODERS[name]) for name in MAPS}
-        state = FoldState(
-            applied=head.applied,
-            activity=head.activity,
-            active=head.active,
-            graph_dirty=head.graph_dirty,
-            stale=head.stale,
-            retracted_ids=head.retracted_ids,
-            retracted_cycles=head.retracted_cycles,
-            **maps,
-        )
+        fields: dict[str, Any] = {**{n: getattr(head, n) for n in _SCALARS}, **maps}
+        state = FoldState(**fields)
         self.fold = ItemFold(state)
         self._applied_id, self._applied_file = head.applied_id, head.applied_file
         self.death_seq, self.dead_seq = head.death_seq, head.dead_seq
@@ -241,13 +244,7 @@ class ItemIndex:
             death_seq=self.death_seq,
             dead_seq=self.dead_seq,
             dead=sorted(self.dead),
-            applied=st.applied,
-            activity=st.activity,
-            active=st.active,
-            graph_dirty=st.graph_dirty,
-            stale=st.stale,
-            retracted_ids=st.retracted_ids,
-            retracted_cycles=st.retracted_cycles,
+            **{n: getattr(st, n) for n in _SCALARS},
         )
         with contextlib.suppress(OSError):
             directory = os.path.dirname(self.file)

@@ -32,14 +32,13 @@ from collections.abc import Iterator, MutableMapping
 from typing import Any, Final, Generic, TypeVar
 
 import msgspec
+from evolog.projections.graph._lean import kernels
 
 __all__ = ["MAGIC", "CheckpointDamaged", "LazyMap", "Table", "open_file", "write_file"]
 
-_find_key: Any
-try:  # the binary search in C (projections/graph/_kernels.c), optional like the kernels
-    from evolog.projections.graph._kernels import find_key as _find_key
-except ImportError:  # pragma: no cover
-    _find_key = None
+# The binary search in C (projections/graph/_kernels.c), where the optional extension is
+# built: _lean is the one place that imports it (and it imports nothing heavy).
+_find_key: Any = None if kernels is None else kernels.find_key
 
 MAGIC: Final = b"EVOLMEM3"
 _START: Final = 24  # magic, head length, head CRC
@@ -77,8 +76,11 @@ class Table:
                 or (self._koff[self.n] <= len(self._keys) and self._voff[self.n] <= len(self._vals))
             )
             if not ok:
-                raise CheckpointDamaged(f"memory checkpoint: table {self.name!r} is damaged")
+                raise self._damaged("the frame")
             self._checked = True
+
+    def _damaged(self, what: str) -> CheckpointDamaged:
+        return CheckpointDamaged(f"memory checkpoint: {what} of table {self.name!r} is damaged")
 
     def key(self, i: int) -> bytes:
         self.check()
@@ -89,7 +91,7 @@ class Table:
         self.check()
         data = self._vals[self._voff[i] : self._voff[i + 1]]
         if zlib.crc32(data) != self._crcs[i]:
-            raise CheckpointDamaged(f"memory checkpoint: a value of table {self.name!r} is damaged")
+            raise self._damaged("a value")
         return data
 
     def find(self, key: bytes) -> int:
@@ -99,9 +101,7 @@ class Table:
             try:
                 found: int = _find_key(self._koff, self._keys, self.n, key)
             except ValueError:
-                raise CheckpointDamaged(
-                    f"memory checkpoint: table {self.name!r} is damaged"
-                ) from None
+                raise self._damaged("the key offsets") from None
             return found
         lo, hi = 0, self.n
         koff, keys = self._koff, self._keys
