@@ -170,10 +170,12 @@ def _checked(
     except StrategyError:
         raise
     except Exception as exc:
-        raise StrategyError(
-            f"strategy {strategy.name!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise _failed(strategy, exc) from exc
     return _validate(strategy, out)
+
+
+def _failed(strategy: Strategy, exc: Exception) -> StrategyError:
+    return StrategyError(f"strategy {strategy.name!r} failed: {type(exc).__name__}: {exc}")
 
 
 async def _achecked(
@@ -184,7 +186,5 @@ async def _achecked(
     except StrategyError:
         raise
     except Exception as exc:
-        raise StrategyError(
-            f"strategy {strategy.name!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise _failed(strategy, exc) from exc
     return _validate(strategy, out)
