@@ -378,18 +378,26 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
 
 @st.composite
 def item_events(draw: st.DrawFn, max_size: int = 60) -> list[Event]:
-    """Events for the memory-item fold alone, with seqs: notes (new, superseding, some in
-    the backbone), recalls, feedback and outcomes naming them, in any mix; texts from
-    :data:`MEMORY_WORDS` (repeated words, so cosines and scores often tie)."""
+    """Events for the memory-item fold alone, with seqs: notes (new, superseding, merging
+    others as compression does, some in the backbone), recalls, feedback and outcomes
+    naming them, in any mix; texts from :data:`MEMORY_WORDS` (repeated words, so cosines
+    and scores often tie)."""
     text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=7).map(" ".join)
     out: list[Event] = []
     written: list[str] = []
     for n in range(1, draw(st.integers(1, max_size)) + 1):
-        op = draw(st.sampled_from(["note"] * 4 + ["supersede", "recall", "feedback", "outcome"]))
-        if op in ("note", "supersede") or not written:
+        op = draw(
+            st.sampled_from(["note"] * 4 + ["supersede", "merge", "recall", "feedback", "outcome"])
+        )
+        if op in ("note", "supersede", "merge") or not written:
             item = draw(st.sampled_from(written)) if op == "supersede" and written else ""
+            sources: list[str] = []
+            if op == "merge" and written:
+                sources = draw(st.lists(st.sampled_from(written), min_size=1, max_size=3))
             branch = draw(st.sampled_from(MEMORY_BRANCHES))
-            out.append(Note(id=f"e{n}", seq=n, text=draw(text), branch=branch, item=item))
+            out.append(
+                Note(id=f"e{n}", seq=n, text=draw(text), branch=branch, item=item, sources=sources)
+            )
             written.append(item or f"e{n}")
         elif op == "recall":
             items = draw(st.lists(st.sampled_from(written), max_size=3))

@@ -104,6 +104,63 @@ def test_pruned_ranking_on_a_loaded_checkpoint(
             for q in qs:
                 assert rank(loaded, q, cfg, limit=5) == rank(fresh, q, cfg, limit=5)
                 assert rank(loaded, q, cfg) == rank(fresh, q, cfg)
+            for fold in (loaded, fresh):
+                assert _scoring(fold) == _scoring_of_records(fresh)
+
+
+def _scoring(fold: ItemFold) -> dict[str, Any]:
+    """What ranking reads in place of a record, for every item (the ``scoring`` table)."""
+    return {i: fold.scoring(i) for i in sorted(fold.state.items)}
+
+
+def _scoring_of_records(fold: ItemFold) -> dict[str, Any]:
+    """The same, derived from the decoded records: backbone flag and pooled group of the
+    active items, nothing for the others."""
+    out = {}
+    for i in sorted(fold.state.items):
+        item = fold.state.items[i]
+        out[i] = (item.branch == "backbone", tuple(item.group)) if item.active else (False, ())
+    return out
+
+
+def test_a_limit_decodes_only_the_records_it_returns() -> None:
+    """Ranking from a checkpoint scores candidates from small entries (snapshot, evidence,
+    ``scoring``) and decodes only the records of the items it returns."""
+    from evolog.eventlog import Feedback, Note
+
+    words = [f"w{i}" for i in range(40)]
+    with tempfile.TemporaryDirectory(prefix="evolog-prune-") as root:
+        with Memory(os.path.join(root, "s")) as mem:
+            mem.append_many(
+                [
+                    Note(
+                        text=" ".join(words[(i * k) % 40] for k in (1, 3, 7)),
+                        branch="backbone" if i % 7 == 0 else "ops",
+                    )
+                    for i in range(600)
+                ]
+            )
+            with mem.log.snapshot() as snap:
+                index = ItemIndex(mem.log.paths)
+                index.refresh(snap, mem.log)
+                index.save(snap)
+            ids = sorted(index.fold.state.items)
+            merged = Note(text="w1 w3", sources=ids[:2])  # a group's evidence pools
+            mem.append_many([Feedback(target=ids[3], rating=1.0), merged])
+            index = ItemIndex(mem.log.paths)
+            with mem.log.snapshot() as snap:
+                loaded = index.refresh(snap, mem.log)
+            fresh = ItemFold()
+            fresh.apply_all(mem.replay())
+        table = loaded.state.items
+        decoded: list[str] = []
+        real = table.peek
+        table.peek = lambda key: decoded.append(key) or real(key)  # type: ignore[method-assign]
+        cfg = MemoryConfig(min_similarity=0.0, min_margin=-1.0, retrieval_threshold=0.0)
+        top, _, considered = rank(loaded, "w1 w3 w7", cfg, limit=5)
+        assert considered >= 50 and len(top) == 5
+        assert sorted(decoded) == sorted(c.id for c in top)
+        assert (top, _) == rank(fresh, "w1 w3 w7", cfg, limit=5)[:2]
 
 
 def _fields(e: Event) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Final
 
 import msgspec
-from evolog.projections.memory import BACKBONE, ItemFold, MemoryConfig, MemoryItem
+from evolog.projections.memory import ItemFold, MemoryConfig, MemoryItem
 from evolog.projections.memory._fold import peek
 from evolog.projections.memory._text import idf, term_freqs
 
@@ -80,10 +80,18 @@ def _null(q: dict[str, float], qn: float) -> float:
     return max((_cos(q, qn, tfs[i]) for i in near), default=0.0)
 
 
-def _weighted(fold: ItemFold, query: str) -> dict[str, float]:
+def _postings(fold: ItemFold, query: str) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """The query's TF-IDF weights and, in the same order, each word's postings (read once:
+    a word's postings give both its IDF and the items it adds to)."""
     postings = fold.state.postings
     n = fold.state.active
-    return {t: tf * idf(len(peek(postings, t) or ()), n) for t, tf in term_freqs(query).items()}
+    q: dict[str, float] = {}
+    found: list[dict[str, float]] = []
+    for t, tf in term_freqs(query).items():
+        ids = peek(postings, t) or {}
+        q[t] = tf * idf(len(ids), n)
+        found.append(ids)
+    return q, found
 
 
 def _cos(q: dict[str, float], qn: float, tf: dict[str, float]) -> float:
@@ -111,33 +119,36 @@ def rank(
     cosine is summed from the postings' weights first, an item whose cosine cannot reach
     the applicability floor, or whose score (cosine x decay <= 1 x quality <= 1.5) cannot
     reach the threshold is never scored, and the rest are scored in the order of that
-    bound until the next bound is below the ``limit``-th score found.
+    bound until the next bound is below the ``limit``-th score found. Scoring reads an
+    item's snapshot, evidence and ``scoring`` entry, not its record: only the records of
+    the items returned are decoded.
     """
-    q = _weighted(fold, query)
+    q, lists = _postings(fold, query)
     qn = math.sqrt(math.fsum(w * w for w in q.values()))
     if qn == 0.0:
         return [], 0.0, 0
     null = _null(q, qn)
     dots: dict[str, float] = {}
-    postings = fold.state.postings
-    for token, w in q.items():
-        found = peek(postings, token)
-        if found:
-            for item_id, weight in found.items():
-                dots[item_id] = dots.get(item_id, 0.0) + w * weight
+    for w, ids in zip(q.values(), lists, strict=True):
+        if not dots:  # the first word's products, as the loop below would add them to 0.0
+            dots = {item_id: w * weight for item_id, weight in ids.items()}
+            continue
+        get = dots.get
+        for item_id, weight in ids.items():
+            dots[item_id] = get(item_id, 0.0) + w * weight
     total = max(fold.state.activity, 1)
     items = fold.state.items
     if limit is None:
         out: list[Candidate] = []
-        for item_id in dots:
+        for item_id, dot in dots.items():
             item = peek(items, item_id)
             if _excluded(item, dead, include_dead, branches):
                 continue
-            out.append(_candidate(item, _measure(fold, item, q, qn, total, cfg), null, cfg))
+            out.append(_candidate(item, _measure(fold, item_id, dot / qn, total, cfg), null, cfg))
         out.sort(key=lambda c: (-c.score, c.id))
         return out, round(null, 6), len(dots)
-    # The bound is the summed cosine widened far past float rounding (the exact cosine is
-    # a different summation of the same products), so pruning never drops an item the
+    # The bound is the cosine the item is scored with, widened past float rounding (the
+    # products of decay and quality round too), so pruning never drops an item the
     # exhaustive ranking would keep.
     floor = max(cfg.min_similarity, null + cfg.min_margin) - _EPS
     bounded: list[tuple[float, str]] = []
@@ -151,20 +162,22 @@ def rank(
     bounded.sort()
     if limit <= 0:
         return [], round(null, 6), len(dots)
-    kept: list[tuple[float, str, Candidate]] = []  # the best that apply, best first
+    # Items are measured without decoding their records (snapshot, evidence and
+    # ``scoring`` are small entries): only the ``limit`` kept are decoded, at the end.
+    kept: list[tuple[float, str, Measure]] = []  # the best that apply, best first
     for neg, item_id in bounded:
         if len(kept) >= limit and -neg + _ROUNDING < -kept[-1][0]:
             break  # no item left can reach the top ``limit``, even after rounding
-        item = peek(items, item_id)
-        if _excluded(item, dead, include_dead, branches):
+        if branches is not None and peek(items, item_id).branch not in branches:
             continue
-        m = _measure(fold, item, q, qn, total, cfg)
+        m = _measure(fold, item_id, dots[item_id] / qn, total, cfg)
         key = (-round(m[0], 6), item_id)
         if _verdict(m, null, cfg) is not None or (len(kept) >= limit and key > kept[-1][:2]):
             continue
-        bisect.insort(kept, (*key, _candidate(item, m, null, cfg)))
+        bisect.insort(kept, (*key, m))
         del kept[limit:]
-    return [c for _, _, c in kept], round(null, 6), len(dots)
+    found = [_candidate(peek(items, item_id), m, null, cfg) for _, item_id, m in kept]
+    return found, round(null, 6), len(dots)
 
 
 def rank_genes(
@@ -211,16 +224,17 @@ Measure = tuple[float, float, float, float, tuple[int, int, int]]
 """An item's score, similarity, decay, quality and ACE counters."""
 
 
-def _measure(
-    fold: ItemFold, item: MemoryItem, q: dict[str, float], qn: float, total: int, cfg: MemoryConfig
-) -> Measure:
-    sim = _cos(q, qn, item.tf)
-    if item.branch == BACKBONE and not cfg.backbone_decays:
+def _measure(fold: ItemFold, item_id: str, sim: float, total: int, cfg: MemoryConfig) -> Measure:
+    """An active item's score for a query it has cosine ``sim`` with (summed from the
+    postings: the same products as over its term frequencies, one summation for both the
+    pruned and the exhaustive ranking, so they cannot differ by rounding)."""
+    backbone, group = fold.scoring(item_id)
+    if backbone and not cfg.backbone_decays:
         decay = 1.0
     else:
-        ratio = max(total - fold.snapshot(item.id), 0) / total
+        ratio = max(total - fold.snapshot(item_id), 0) / total
         decay = math.exp(-cfg.decay_lambda * ratio)
-    h, x, n = fold.evidence(item)
+    h, x, n = fold.evidence_of(item_id, group)
     ace = 0.5 if h + x + n == 0 else h / (h + x + n)
     quality = 0.5 + ace
     return sim * decay * quality, sim, decay, quality, (h, x, n)

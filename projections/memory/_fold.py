@@ -57,7 +57,7 @@ from evolog.eventlog import (
 )
 
 from ._genes import fold_gene
-from ._items import DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
+from ._items import BACKBONE, DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
 from ._text import norm, term_freqs
 
 __all__ = ["FOLD_KINDS", "GRAPH_KINDS", "MAPS", "FoldState", "ItemFold", "peek"]
@@ -73,7 +73,16 @@ FOLD_KINDS: Final = (
     "retraction",
     *sorted(GRAPH_KINDS),
 )
-MAPS: Final = ("items", "evidence", "verdicts", "touched", "accesses", "postings", "genes")
+MAPS: Final = (
+    "items",
+    "evidence",
+    "verdicts",
+    "touched",
+    "accesses",
+    "postings",
+    "scoring",
+    "genes",
+)
 """The fold state's maps, each one table of the checkpoint file."""
 _VERDICT: Final = {"success": 0, "failed": 1, "partial": 2}
 
@@ -85,6 +94,9 @@ class FoldState(msgspec.Struct, kw_only=True):
     checkpoint's tables in one loaded from it (:data:`MAPS` names them). ``postings`` maps a
     word to the active items having it, each with its weight ``tf / |tf|`` (what the word
     adds to the item's cosine with a query, per unit of query weight: what ranking bounds).
+    ``scoring`` holds, for the active items whose score needs more than their own evidence
+    and snapshot (a backbone item, an item pooling a group's evidence), ``[branch, *group]``:
+    with it, ranking scores an item without decoding its record.
     """
 
     applied: int = 0
@@ -95,6 +107,7 @@ class FoldState(msgspec.Struct, kw_only=True):
     touched: MutableMapping[str, int] = {}
     accesses: MutableMapping[str, int] = {}
     postings: MutableMapping[str, dict[str, float]] = {}
+    scoring: MutableMapping[str, list[str]] = {}
     genes: MutableMapping[str, MemoryItem] = {}
     retracted_ids: list[str] = []
     retracted_cycles: list[str] = []
@@ -269,12 +282,15 @@ class ItemFold:
                     postings[token] = {item.id: tf / length}
                 else:
                     ids[item.id] = tf / length
+            if item.group or item.branch == BACKBONE:
+                self.state.scoring[item.id] = [item.branch, *item.group]
 
     def _unpost(self, item: MemoryItem | None) -> None:
         if item is None or not item.active:
             return
         postings = self.state.postings
         self.state.active -= 1
+        self.state.scoring.pop(item.id, None)
         for token in item.tf:
             ids = postings.get(token)
             if ids is not None:
@@ -343,8 +359,20 @@ class ItemFold:
     # -- reading ------------------------------------------------------------------------
     def evidence(self, item: MemoryItem) -> tuple[int, int, int]:
         """ACE counters (helpful, harmful, neutral) of the item and its group."""
+        return self.evidence_of(item.id, item.group)
+
+    def scoring(self, item_id: str) -> tuple[bool, tuple[str, ...]]:
+        """An active item's backbone flag and the other ids whose evidence it pools, read
+        without decoding its record (``scoring``; items in neither case are not listed)."""
+        found = peek(self.state.scoring, item_id)
+        if found is None:
+            return False, ()
+        return found[0] == BACKBONE, tuple(found[1:])
+
+    def evidence_of(self, item_id: str, group: Sequence[str]) -> tuple[int, int, int]:
+        """ACE counters (helpful, harmful, neutral) of ``item_id`` and ``group``."""
         h = x = n = 0
-        for ref in (item.id, *item.group):
+        for ref in (item_id, *group):
             counts = peek(self.state.evidence, ref)
             if counts is not None:
                 h, x, n = h + counts[0], x + counts[1], n + counts[2]

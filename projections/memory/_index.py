@@ -30,7 +30,7 @@ __all__ = ["DEATH_KINDS", "ItemIndex", "events_after"]
 
 T = TypeVar("T")
 
-FORMAT: Final = 4
+FORMAT: Final = 5
 REWRITE_AFTER: Final = 256
 """Rewrite the checkpoint once this many new events have been applied since it was written."""
 DEATH_KINDS: Final = frozenset(
@@ -69,6 +69,9 @@ _SCALARS: Final = (
 )
 """The fold's fields the head carries (the rest, :data:`MAPS`, are the tables)."""
 
+_REPLACED: Final = ("items-1.msgpack", "items-2.msgpack", "items-3.bin", "items-4.bin")
+"""Checkpoint files of earlier formats, removed when this format's file is written."""
+
 _DECODERS: Final[dict[str, msgspec.msgpack.Decoder[Any]]] = {
     "items": msgspec.msgpack.Decoder(MemoryItem),
     "evidence": msgspec.msgpack.Decoder(list[int]),
@@ -76,6 +79,7 @@ _DECODERS: Final[dict[str, msgspec.msgpack.Decoder[Any]]] = {
     "touched": msgspec.msgpack.Decoder(int),
     "accesses": msgspec.msgpack.Decoder(int),
     "postings": msgspec.msgpack.Decoder(dict[str, float]),
+    "scoring": msgspec.msgpack.Decoder(list[str]),
     "genes": msgspec.msgpack.Decoder(MemoryItem),
 }
 
@@ -256,7 +260,7 @@ class ItemIndex:
                         f, msgspec.to_builtins(head), {name: getattr(st, name) for name in MAPS}
                     )
                 os.replace(tmp, self.file)
-                for stale in ("items-1.msgpack", "items-2.msgpack", "items-3.bin"):  # replaced
+                for stale in _REPLACED:
                     with contextlib.suppress(OSError):
                         os.unlink(os.path.join(directory, stale))
             except BaseException:
