@@ -13,6 +13,9 @@ related-right minus ``--cost`` times the unrelated-to-memory rate (see :func:`fi
 
     .venv/bin/python bench/bench_router_holdout.py crossval [--splits 5] [--embedder NAME]
     .venv/bin/python bench/bench_router_holdout.py fit      # the rule to ship: all halves pooled
+
+``--rule lexical`` (the default) fits floor, margin and lexical weight with the margin from
+the goal-with-summary similarity; ``--rule similarity`` the earlier floor, margin and radius.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evolog.advice.routing._applicability import ApplicabilityRule, null_sample, rule_for
+from evolog.advice.routing._lexical import lexical_evidence
 from evolog.advice.routing._router import Router, RouterConfig
 from evolog.dream._cycle import dream
 from evolog.eventlog import EventLog
@@ -61,9 +65,9 @@ class Query:
     kind: str
     task: str
     want: str | None
-    # (domain of the node, similarity, composite, {radius: null similarity}) per candidate,
-    # in the router's order
-    candidates: tuple[tuple[str | None, float, float, dict[float, float]], ...]
+    # (domain of the node, similarity, composite, {radius: null similarity}, similarity to
+    # the goal-with-summary text, lexical margin) per candidate, in the router's order
+    candidates: tuple[tuple[str | None, float, float, dict[float, float], float, float], ...]
 
 
 LOOSE = RouterConfig(min_similarity=-1.0, min_margin=-9.0)
@@ -100,7 +104,9 @@ def collect(
         graph.resolve(n.id): t.split("/")[0] for n in graph.nodes(live_only=False) for t in n.traces
     }
     sample = null_sample(embedder)
-    vectors = {n.id: embedder.embed(list(node_texts(n))) for n in graph.nodes()}
+    lexical = lexical_evidence()
+    texts = {n.id: node_texts(n) for n in graph.nodes()}
+    vectors = {n: embedder.embed(list(t)) for n, t in texts.items()}
     tasks = [("related", t, d["name"]) for d in domains for t in d["related"]]
     tasks += [("near", t, None) for d in domains for t in d["near"]]
     tasks += [(kind, t, None) for kind in ("software", "everyday") for t in unrelated[kind]]
@@ -108,15 +114,24 @@ def collect(
     for kind, task, want in tasks:
         decision = router.route(task)
         vector = router.index.vector_of(task)
+        generic = lexical.generic_coverage(task)
         cands = tuple(
             (
                 domain_of.get(c.node), c.similarity, c.composite,
                 {r: sample.nearest(vector, vectors[c.node], r)[0] for r in RADII},
+                _summary(graph, c.node, vectors[c.node], vector, c.similarity),
+                lexical.coverage(task, texts[c.node]) - generic,
             )
             for c in decision.candidates
         )  # fmt: skip
         out.append(Query(kind, task, want, cands))
     return out
+
+
+def _summary(graph: Any, node: str, rows: Any, vector: Any, similarity: float) -> float:
+    """The similarity to the node's goal-with-summary text (node_texts puts it last)."""
+    found = graph.node(node)
+    return float(rows[-1] @ vector) if found is not None and found.summary.strip() else similarity
 
 
 def decide(query: Query, rule: ApplicabilityRule, threshold: float = 0.4) -> str | None:
@@ -125,12 +140,11 @@ def decide(query: Query, rule: ApplicabilityRule, threshold: float = 0.4) -> str
     The same test as :func:`advice.routing._applicability.judge`, without building its verdict
     (fitting calls this millions of times); tests check that both agree with the router.
     """
-    for domain, similarity, composite, nulls in query.candidates:
-        if (
-            composite >= threshold
-            and similarity >= rule.min_similarity
-            and similarity - nulls[rule.topic_radius] >= rule.min_margin
-        ):
+    for domain, similarity, composite, nulls, summary, lexical in query.candidates:
+        start = summary if rule.summary_margin else similarity
+        margin = start - nulls[rule.topic_radius] + rule.lexical_weight * lexical
+        floor = similarity >= rule.min_similarity
+        if composite >= threshold and floor and margin >= rule.min_margin:
             return domain or "?"
     return None
 
@@ -159,24 +173,37 @@ def false_rate(r: dict[str, float]) -> float:
     return sum(w * r[f"{kind}_to_memory"] for kind, w in MIX.items())
 
 
-def fit(queries: list[Query], cost: float = 2.0) -> ApplicabilityRule:
-    """The floor and margin maximising ``related_right - cost * false_rate``.
+KINDS_OF_RULE = ("similarity", "lexical")
+"""``similarity``: floor, margin and topic radius over the best similarity (the previous
+rule); ``lexical``: floor, margin and lexical weight, the margin from the goal-with-summary
+similarity, radius 0.4."""
+
+
+def fit(queries: list[Query], cost: float = 2.0, kind: str = "similarity") -> ApplicabilityRule:
+    """The rule of ``kind`` maximising ``related_right - cost * false_rate``.
 
     ``cost`` 2 is the goals' own exchange rate (10 % of related tasks may miss, 5 % of
     unrelated ones may be misrouted). A hard cap on the training false rate was tried first:
     with ~70 unrelated tasks per half it turns on one or two tasks and overfits.
     """
-    best: tuple[float, float, float, float] | None = None
-    for radius in RADII:
-        for floor in [x / 100 for x in range(15, 61)]:
-            for margin in [x / 100 for x in range(-15, 26)]:
-                r = rates(queries, ApplicabilityRule(floor, margin, radius))
+    if kind == "similarity":
+        floors, margins = [x / 100 for x in range(15, 61)], [x / 100 for x in range(-15, 26)]
+        extra = [(r, 0.0, False) for r in RADII]
+    else:
+        floors, margins = [x / 100 for x in range(15, 46)], [x / 100 for x in range(-10, 21)]
+        extra = [(0.4, w, True) for w in (0.05, 0.1, 0.2, 0.3, 0.5)]
+    best: tuple[tuple[float, ...], ApplicabilityRule] | None = None
+    for radius, weight, summary in extra:
+        for floor in floors:
+            for margin in margins:
+                rule = ApplicabilityRule(floor, margin, radius, weight, summary)
+                r = rates(queries, rule)
                 # Ties go to the stricter rule (higher margin, then floor, then radius).
                 key = (round(r["related_right"] - cost * false_rate(r), 6), margin, floor, -radius)
-                if best is None or key > best:
-                    best = key
+                if best is None or key > best[0]:
+                    best = (key, rule)
     assert best is not None
-    return ApplicabilityRule(best[2], best[1], -best[3])
+    return best[1]
 
 
 def halves(
@@ -198,7 +225,9 @@ def halves(
     return parts
 
 
-def crossval(embedder: Embedder, splits: int, cost: float) -> list[dict[str, Any]]:
+def crossval(
+    embedder: Embedder, splits: int, cost: float, kind: str = "similarity"
+) -> list[dict[str, Any]]:
     """Per held-out half: the fitted rule, its rates, and the old floor-only rule's."""
     domains, unrelated = load_holdout()
     old = ApplicabilityRule(0.30 if embedder.name.startswith("wordllama") else 0.21, -9.0, 2.0)
@@ -206,11 +235,12 @@ def crossval(embedder: Embedder, splits: int, cost: float) -> list[dict[str, Any
     for seed in range(splits):
         data = [collect(d, u, embedder) for d, u in halves(domains, unrelated, seed)]
         for train, test in ((0, 1), (1, 0)):
-            rule = fit(data[train], cost)
+            rule = fit(data[train], cost, kind)
             rows.append(
                 {
                     "split": seed, "held_out_half": test,
-                    "rule": [rule.min_similarity, rule.min_margin, rule.topic_radius],
+                    "rule": [rule.min_similarity, rule.min_margin, rule.topic_radius,
+                             rule.lexical_weight],
                     "fitted": rates(data[test], rule),
                     "old_floor_only": rates(data[test], old),
                     "shipped": rates(data[test], rule_for(embedder.name)),
@@ -241,10 +271,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--embedder", default="wordllama")
     p.add_argument("--splits", type=int, default=5)
     p.add_argument("--cost", type=float, default=2.0, help="weight of a false memory")
+    p.add_argument("--rule", choices=KINDS_OF_RULE, default="lexical", help="the rule to fit")
     args = p.parse_args(argv)
     embedder = get_embedder(args.embedder)
     if args.what == "crossval":
-        rows = crossval(embedder, args.splits, args.cost)
+        rows = crossval(embedder, args.splits, args.cost, args.rule)
         for row in rows:
             print(json.dumps(row))
         print(json.dumps({"summary": summarise(rows)}))
@@ -257,8 +288,8 @@ def main(argv: list[str] | None = None) -> int:
             for d, u in halves(domains, unrelated, seed)
             for q in collect(d, u, embedder)
         ]
-        rule = fit(queries, args.cost)
-        fitted = [rule.min_similarity, rule.min_margin, rule.topic_radius]
+        rule = fit(queries, args.cost, args.rule)
+        fitted = [rule.min_similarity, rule.min_margin, rule.topic_radius, rule.lexical_weight]
         print(json.dumps({"rule": fitted, **rates(queries, rule)}))
     return 0
 

@@ -14,6 +14,7 @@ from evolog.advice.routing._applicability import (
     null_sample,
     rule_for,
 )
+from evolog.advice.routing._lexical import LexicalEvidence, terms
 from evolog.advice.routing._router import Router, RouterPath
 from evolog.dream import dream
 from evolog.eventlog import EventLog
@@ -51,10 +52,14 @@ def _node_of(router: Router, trace: str) -> str:
     [
         "upgrade the Django project from 3.2 to 4.2",  # shares "Django", another job
         "add a REST endpoint to the Django app",
+        "write unit tests for the Django models",  # reached the i18n node before the lexical margin
+        "implement a trie for fast prefix autocomplete",  # reached the fastlane node (0.38)
     ],
 )
 def test_shared_vocabulary_does_not_claim_a_memory(router: Router, task: str) -> None:
-    # The minimal reproduction: the first went to the i18n node at similarity 0.47.
+    # The minimal reproduction: the first went to the i18n node at similarity 0.47,
+    # the trie to the fastlane node at 0.38 (its nearest generic task is far, but none of its
+    # rare words is the node's: the lexical margin is negative).
     decision = router.route(task)
     assert decision.path is RouterPath.ZERO_SHOT, decision.reasoning
     assert decision.entry is None
@@ -73,6 +78,38 @@ def test_tasks_about_a_memory_still_reach_it(router: Router, task: str, trace: s
     assert decision.path is RouterPath.MEMORY_TRAVERSAL, decision.reasoning
     assert decision.entry is not None and decision.entry.node == _node_of(router, trace)
     assert "applies" in decision.reasoning and "generic task" in decision.reasoning
+
+
+def test_a_rare_domain_term_brings_a_related_task_to_its_node(router: Router) -> None:
+    # "makemessages" is in no generic task: its weight carries the task to the i18n node,
+    # which the similarity margin alone (0.24 / 0.06 over the best text) turned away.
+    decision = router.route("run makemessages for the Spanish locale")
+    assert decision.path is RouterPath.MEMORY_TRAVERSAL, decision.reasoning
+    assert decision.entry is not None and decision.entry.node == _node_of(router, "i18n")
+    assert "lexical +" in decision.reasoning
+
+
+def test_the_lexical_margin_weighs_rare_terms() -> None:
+    lexical = LexicalEvidence(("add a test", "fix a slow test", "add logging"))
+    assert terms("Run makemessages; the .po files!") == ("run", "makemessage", "po", "file")
+    assert lexical.weight("makemessage") > lexical.weight("test") > 0.0
+    task = "add a test for makemessages"
+    assert lexical.coverage(task, ["run makemessages -l fr"]) > 0.5
+    assert lexical.generic_coverage(task) < 0.5  # "add" and "test" are generic words
+    assert lexical.margin(task, ["run makemessages"]) > 0.0
+    # A node covering only what a generic task covers gets no lexical credit.
+    assert lexical.margin(task, ["add tests"]) == pytest.approx(0.0)
+    assert lexical.coverage("the a of", ["anything"]) == 0.0  # no terms at all
+
+
+def test_judge_takes_the_summary_and_the_lexical_margin() -> None:
+    rule = ApplicabilityRule(0.2, 0.05, 0.4, lexical_weight=0.5, summary_margin=True)
+    # The margin starts from the summary's similarity (0.30), not the best text's (0.45).
+    low = judge(0.45, (0.28, "g"), rule, summary=0.30)
+    assert not low.applies and low.margin == pytest.approx(0.02)
+    ok = judge(0.45, (0.28, "g"), rule, summary=0.30, lexical=0.2)
+    assert ok.applies and ok.margin == pytest.approx(0.12) and ok.lexical == pytest.approx(0.2)
+    assert judge(0.45, (0.28, "g"), rule).margin == pytest.approx(0.17)  # no summary: the best
 
 
 def test_judge_needs_both_the_floor_and_the_margin() -> None:
@@ -174,3 +211,8 @@ def test_applicability_is_one_call_for_recall() -> None:
     assert not no.applies and no.nearest_generic
     strict = advice.ApplicabilityRule(0.99, 0.0)
     assert not advice.applicability(emb, related, node, rule=strict).applies
+    # With the texts, the lexical margin counts too (rare terms of the task found in the node).
+    task = "run makemessages for the Spanish locale"
+    vector = emb.embed([task])[0]
+    words = advice.applicability(emb, vector, node, task_text=task, node_texts=[I18N[0], *I18N[1]])
+    assert words.lexical > 0.0 and words.margin > advice.applicability(emb, vector, node).margin

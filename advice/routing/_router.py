@@ -12,10 +12,11 @@ The reference routes to the best candidate whenever its composite reaches 0.4; s
 confidence and success rate alone can contribute 0.5, it sent 73-100 % of unrelated tasks
 to memory. Here a candidate must *also* apply to the task (:mod:`advice.routing._applicability`):
 its similarity reaches a floor *and* beats the task's similarity to every generic task of
-a fixed background sample by a margin. A floor alone let through software tasks that only
-share vocabulary with a node (a third of them on held-out domains). Floors and margins are
-fitted per embedder by cross-validation over held-out domains (bench/); every weight and
-threshold is configurable.
+a fixed background sample by a margin (for wordllama: from the goal-with-summary text, plus
+a weighted lexical margin, :mod:`advice.routing._lexical`). A floor alone let through
+software tasks that only share vocabulary with a node (a third of them on held-out domains).
+Floors and margins are fitted per embedder by cross-validation over held-out domains
+(bench/); every weight and threshold is configurable.
 
 With ``current`` (the node being traversed), the router checks drift: while the task stays
 within ``anomaly_threshold`` of the current node it keeps the traversal; below it, it
@@ -25,6 +26,7 @@ returns CONTEXT_JUMP with the best other entry point, or ZERO_SHOT when none qua
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,7 +42,8 @@ from evolog.projections.graph._vectors import VectorIndex, node_texts, sync_to_v
 from evolog.projections.graph._views import GraphReader
 
 from .._errors import AdviceError
-from ._applicability import Applicability, ApplicabilityRule, judge, null_for, rule_for
+from ._applicability import Applicability, judge, null_for, rule_for
+from ._lexical import lexical_evidence
 
 __all__ = [
     "DEFAULT_FLOORS",
@@ -57,7 +60,7 @@ __all__ = [
 
 DEFAULT_FLOORS: Final[Mapping[str, tuple[float, float]]] = {
     "hashing-1024": (0.19, 0.12),
-    "wordllama-l2-256": (0.24, 0.25),
+    "wordllama-l2-256": (0.20, 0.25),
 }
 """(min_similarity, anomaly_threshold) per embedder name; the similarity floor is the
 applicability rule's (:data:`evolog.advice.routing._applicability.DEFAULT_RULES`)."""
@@ -168,10 +171,13 @@ class Router:
         rule = rule_for(index.embedder.name)
         self.min_similarity = _pick(self.config.min_similarity, floors[0])
         self.anomaly_threshold = _pick(self.config.anomaly_threshold, floors[1])
-        self.rule = ApplicabilityRule(
-            self.min_similarity, _pick(self.config.min_margin, rule.min_margin)
+        self.rule = dataclasses.replace(
+            rule,
+            min_similarity=self.min_similarity,
+            min_margin=_pick(self.config.min_margin, rule.min_margin),
         )
-        self._nulls: dict[str, tuple[float, str]] = {}
+        # Per candidate of the current route: (null, summary similarity, lexical margin).
+        self._nulls: dict[str, tuple[tuple[float, str], float | None, float]] = {}
         self._node_vectors: dict[str, Rows] = {}
 
     @classmethod
@@ -214,7 +220,7 @@ class Router:
     def _route(self, task: str, current: str | None) -> RouteDecision:
         vector = self._embed(task)
         candidates = self._candidates(vector)
-        self._nulls = self._nearest_generic(vector, candidates)
+        self._nulls = self._nearest_generic(task, vector, candidates)
         if current is not None:
             return self._check_drift(vector, candidates, current)
         eligible = [c for c in candidates if self._qualifies(c)]
@@ -249,19 +255,26 @@ class Router:
         return node is not None and node.live and node_id not in self.dead
 
     def _nearest_generic(
-        self, vector: memoryview, candidates: list[EntryPoint]
-    ) -> dict[str, tuple[float, str]]:
-        # Only candidates past the floor need a null; their text vectors are cached.
-        nulls = {}
+        self, task: str, vector: memoryview, candidates: list[EntryPoint]
+    ) -> dict[str, tuple[tuple[float, str], float | None, float]]:
+        # Only candidates past the floor need the evidence; their text vectors are cached.
+        rule, nulls = self.rule, {}
+        lexical = lexical_evidence() if rule.lexical_weight else None
+        generic = lexical.generic_coverage(task) if lexical is not None else 0.0
         for c in candidates:
-            if c.similarity >= self.rule.min_similarity:
-                nulls[c.node] = null_for(
-                    self.index.embedder,
-                    vector,
-                    self._vectors_of(c.node),
-                    self.rule,
-                    self.index.directory,
-                )
+            if c.similarity < rule.min_similarity:
+                continue
+            rows = self._vectors_of(c.node)
+            node = self.graph.node(c.node)
+            summary = None
+            if rule.summary_margin and node is not None and node.summary.strip() and len(rows):
+                # node_texts puts the goal-with-summary text last.
+                summary = rows.dots(vector)[-1]
+            words = 0.0
+            if lexical is not None and node is not None:
+                words = lexical.coverage(task, node_texts(node)) - generic
+            null = null_for(self.index.embedder, vector, rows, rule, self.index.directory)
+            nulls[c.node] = (null, summary, words)
         return nulls
 
     def _vectors_of(self, node_id: str) -> Rows:
@@ -274,7 +287,8 @@ class Router:
         return vectors
 
     def _judge(self, entry: EntryPoint) -> Applicability:
-        return judge(entry.similarity, self._nulls.get(entry.node, (0.0, "")), self.rule)
+        null, summary, words = self._nulls.get(entry.node, ((0.0, ""), None, 0.0))
+        return judge(entry.similarity, null, self.rule, summary=summary, lexical=words)
 
     def _qualifies(self, entry: EntryPoint) -> bool:
         return self._judge(entry).applies and entry.composite >= self.config.threshold
