@@ -13,6 +13,7 @@ related-right minus ``--cost`` times the unrelated-to-memory rate (see :func:`fi
 
     .venv/bin/python bench/bench_router_holdout.py crossval [--splits 5] [--embedder NAME]
     .venv/bin/python bench/bench_router_holdout.py fit      # the rule to ship: all halves pooled
+    .venv/bin/python bench/bench_router_holdout.py misses   # where related tasks are lost
 
 ``--rule lexical`` (the default) fits floor, margin and lexical weight with the margin from
 the goal-with-summary similarity; ``--rule similarity`` the earlier floor, margin and radius.
@@ -206,6 +207,25 @@ def fit(queries: list[Query], cost: float = 2.0, kind: str = "similarity") -> Ap
     return best[1]
 
 
+def misses(queries: list[Query], rule: ApplicabilityRule) -> dict[str, float]:
+    """Where related tasks go under ``rule``, by the top-ranked candidate: of the right
+    domain or not, and whether some candidate is accepted (rates over related tasks)."""
+    related = [q for q in queries if q.kind == "related"]
+    out = {"top1_right_domain": 0.0, "top1_right_rejected": 0.0, "top1_wrong_rejected": 0.0}
+    out["top1_wrong_to_wrong_node"] = out["top1_wrong_rescued"] = 0.0
+    for q in related:
+        top1 = bool(q.candidates) and q.candidates[0][0] == q.want
+        got = decide(q, rule)
+        if top1:
+            out["top1_right_domain"] += 1
+            out["top1_right_rejected"] += got is None
+        elif got is None:
+            out["top1_wrong_rejected"] += 1
+        else:
+            out["top1_wrong_rescued" if got == q.want else "top1_wrong_to_wrong_node"] += 1
+    return {k: round(v / max(1, len(related)), 4) for k, v in out.items()}
+
+
 def halves(
     domains: list[dict[str, Any]], unrelated: dict[str, list[str]], seed: int
 ) -> list[tuple[list[dict[str, Any]], dict[str, list[str]]]]:
@@ -267,7 +287,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["crossval", "fit"])
+    p.add_argument("what", choices=["crossval", "fit", "misses"])
     p.add_argument("--embedder", default="wordllama")
     p.add_argument("--splits", type=int, default=5)
     p.add_argument("--cost", type=float, default=2.0, help="weight of a false memory")
@@ -288,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
             for d, u in halves(domains, unrelated, seed)
             for q in collect(d, u, embedder)
         ]
+        if args.what == "misses":
+            shipped = rule_for(embedder.name)
+            print(json.dumps({"rule": str(shipped), **misses(queries, shipped)}))
+            return 0
         rule = fit(queries, args.cost, args.rule)
         fitted = [rule.min_similarity, rule.min_margin, rule.topic_radius, rule.lexical_weight]
         print(json.dumps({"rule": fitted, **rates(queries, rule)}))
