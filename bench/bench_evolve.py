@@ -198,7 +198,7 @@ def dedup_quality(pairs: int, seed: int = 11) -> dict[str, Any]:
     for name, which, merged in (
         ("reasoning_bank", 1, lambda x: len(rb_dedup(x, 0.85, embedder)) == 1),
         ("reasoning_bank_exact", 1, lambda x: len(rb_dedup(x, 0.85, None)) == 1),
-        ("reme", 2, lambda x: len(reme_dedup(x, 0.85)) == 1),
+        ("reme", 2, lambda x: len(reme_dedup(x, 0.85, embedder)) == 1),
     ):
         tp = fp = fn = 0
         for row in labelled:
@@ -263,9 +263,11 @@ def _scores(pair: LabelledPair, embedders: dict[str, Any]) -> dict[str, Any]:
             for k, (t, c) in enumerate(both)]  # fmt: skip
     out: dict[str, Any] = {"dup": dup, "why": why}
     out["reasoning_bank_exact"] = len(rb_dedup(rb, 0.85, None)) == 1
-    out["reme"] = len(reme_dedup(reme, 0.85)) == 1
+    out["reme_seed"] = len(reme_dedup(reme, 0.85, None, "seed")) == 1
     for name, e in embedders.items():
+        out[f"reasoning_bank_seed_{name}"] = len(rb_dedup(rb, 0.85, e, "seed")) == 1
         out[f"reasoning_bank_{name}"] = len(rb_dedup(rb, 0.85, e)) == 1
+        out[f"reme_{name}"] = len(reme_dedup(reme, 0.85, e)) == 1
         v = e.embed([la, lb])
         out[f"content_cosine_{name}"] = float(v[0] @ v[1])
     words = SequenceMatcher(None, _tokens(la), _tokens(lb), autojunk=False)
@@ -323,7 +325,8 @@ def labelled_quality(path: Path, embedders: tuple[str, ...] = ("wordllama", "has
         "rules": {},
         "candidates": {},
     }
-    shipped = ["reme", "reasoning_bank_exact", *(f"reasoning_bank_{n}" for n in found)]
+    shipped = ["reme_seed", "reasoning_bank_exact", *(f"reasoning_bank_seed_{n}" for n in found)]
+    shipped += [f"{s}_{n}" for n in found for s in ("reasoning_bank", "reme")]
     for rule in shipped:
         out["rules"][rule] = {h: _pr(rs, lambda r, k=rule: r[k]) for h, rs in halves.items()}
     features = ["content_words", *(f"content_cosine_{n}" for n in found)]

@@ -1,9 +1,9 @@
 """The scalable dedups of ReasoningBank and ReMe give exactly the one-by-one answer.
 
-The references below are the plain algorithms (each entry against every kept one, in
-order, with the same guard against opposite instructions and other step sequences); the
-shipped versions block the cosine comparisons into matrix products and filter
-``SequenceMatcher`` pairs by their quick ratio computed for all kept patterns at once.
+The references below are the plain algorithms of the seed's rules (each entry against every
+kept one, in order, with the same guard against opposite instructions and other step
+sequences); the shipped versions block the cosine comparisons into matrix products and
+filter ``SequenceMatcher`` pairs by their quick ratio computed for all kept patterns at once.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def test_reasoning_bank_dedup_on_entries_equals_the_reference() -> None:
         for k in range(600)
     ]
     embedder = get_embedder("hashing")
-    got = rb_dedup(entries, 0.85, embedder)
+    got = rb_dedup(entries, 0.85, embedder, "seed")  # the seed's rule, blocked
     vectors = embedder.embed([e.body for e in entries])
     keeper = reference_nearest(
         vectors, 0.85, lambda a, b: may_merge(entries[a].text, entries[b].text)

@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["may_merge", "negative", "steps"]
+__all__ = ["contrary", "may_merge", "negative", "steps"]
 
 _CLAUSE: Final = re.compile(r"[.;:!?,\n]+\s*|\s+-+\s+|\s+—\s+")
 _NEGATIVE: Final = re.compile(r"(?:do not|don't|dont|never|avoid|stop)\b")
 _STEPS: Final = (("steps:", ";"), ("do:", "->"))
 _WORD: Final = re.compile(r"[a-z0-9_']+")
 _LIGHT: Final = frozenset(("a", "an", "the", "to", "of", "and", "in", "on", "for", "with"))
+_CUES: Final = frozenset(("do", "not", "don't", "dont", "never", "avoid", "stop"))
 
 
 def negative(text: str) -> bool:
@@ -64,3 +65,19 @@ def may_merge(a: str, b: str) -> bool:
     if sa is None or sb is None:
         return True
     return len(sa) == len(sb) and all(_same_step(x, y) for x, y in zip(sa, sb, strict=True))
+
+
+def contrary(a: str, b: str) -> bool:
+    """Whether one of ``a`` and ``b`` forbids what the other says: one gives a negative
+    instruction and the other not, and the words of one, the negation aside, are all among
+    the other's ("do not cache node_modules" against "cache node_modules in CI").
+
+    The written-lesson rule (:mod:`._align`) keeps these apart but not every change of
+    polarity: a rewording may turn the advice around ("keep secrets out of the repository"
+    and "never commit secrets"), which the full check of :func:`may_merge` would refuse.
+    """
+    if negative(a) == negative(b):
+        return False
+    wa = {w for w in _WORD.findall(a.lower()) if w not in _LIGHT and w not in _CUES}
+    wb = {w for w in _WORD.findall(b.lower()) if w not in _LIGHT and w not in _CUES}
+    return wa <= wb or wb <= wa

@@ -9,7 +9,10 @@ title, description and content with the given embedder, or by exact text of the 
 stays and absorbs the newer one (its evidence is the older's). Whatever the cosine, two
 entries whose contents give opposite instructions or list different steps stay apart
 (:mod:`._guard`): at 0.85 a success and a failure of one task, or two step sequences of
-it, could otherwise merge.
+it, could otherwise merge. That is the seed's rule (``rule="seed"``); by default
+(``rule="align"``) it applies to the offline extraction's templated entries only, and
+written entries (a model's, or any other text) are compared by word alignment of their
+contents (:mod:`._align`), which catches rewordings the cosine misses (bench/RESULTS.md).
 :meth:`ReasoningBank.recall` ranks entries for a query.
 """
 
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from ._align import Aligner, check_rule, templated, threshold_for
 from ._guard import may_merge
 from ._items import EvolveContext, EvolveItem
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
@@ -68,25 +72,27 @@ class ReasoningBank(Strategy):
 
     name = "reasoning_bank"
 
-    def __init__(self, *, threshold: float = 0.85, embed: bool = True) -> None:
+    def __init__(self, *, threshold: float = 0.85, embed: bool = True, rule: str = "align") -> None:
         self.threshold = threshold
         self.embed = embed
+        self.rule = check_rule(rule)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ReasoningBank) and (self.threshold, self.embed) == (
+        return isinstance(other, ReasoningBank) and (self.threshold, self.embed, self.rule) == (
             other.threshold,
             other.embed,
+            other.rule,
         )
 
     def __hash__(self) -> int:
-        return hash((self.name, self.threshold, self.embed))
+        return hash((self.name, self.threshold, self.embed, self.rule))
 
     def evolve(self, items: Sequence[EvolveItem], context: EvolveContext) -> list[EvolveItem]:
         have = {i.id for i in items} | context.known
         new = [entry_from(t) for t in context.traces if learnable(t)]
         pool = [*items, *(e for e in new if e.id not in have)]
         embedder = context.embedder if self.embed else None
-        return dedup(pool, self.threshold, embedder)
+        return dedup(pool, self.threshold, embedder, self.rule)
 
     def recall(
         self,
@@ -111,13 +117,28 @@ class ReasoningBank(Strategy):
 
 
 def dedup(
-    pool: Sequence[EvolveItem], threshold: float, embedder: Embedder | None
+    pool: Sequence[EvolveItem],
+    threshold: float,
+    embedder: Embedder | None,
+    rule: str = "align",
 ) -> list[EvolveItem]:
-    """Drop entries that repeat an older one; the older absorbs each (its ``sources``)."""
+    """Drop entries that repeat an older one; the older absorbs each (its ``sources``).
+
+    With ``rule="align"`` and an embedder that has a fitted threshold, written entries
+    (not the offline templates) are compared by word alignment (:mod:`._align`) with each
+    other only, the best-matching kept entry absorbing; the rest as the seed says.
+    """
     entries = sorted((k for k, i in enumerate(pool) if TAG in i.tags), key=lambda k: pool[k].seq)
     if len(entries) < 2:
         return list(pool)
     keep_of: dict[int, int] = {}
+    aligned = threshold_for(rule, embedder)
+    if aligned is not None and embedder is not None:
+        written = [k for k in entries if not templated(pool[k].text)]
+        entries = [k for k in entries if templated(pool[k].text)]
+        keep_of |= _aligned(pool, written, embedder, aligned)
+    if len(entries) < 2:
+        return absorb(pool, {k: keeper for k, keeper in keep_of.items() if keeper != k})
     if embedder is None:
         # The whole entry, not the content alone: two tasks solved by the same steps are
         # two lessons (content alone merged them: precision 0.53 on the bench's pairs).
@@ -133,6 +154,24 @@ def dedup(
         for k, pos in zip(entries, nearest_kept(vectors, threshold, allowed=allowed), strict=True):
             keep_of[k] = entries[pos]
     return absorb(pool, {k: keeper for k, keeper in keep_of.items() if keeper != k})
+
+
+def _aligned(
+    pool: Sequence[EvolveItem], written: list[int], embedder: Embedder, threshold: float
+) -> dict[int, int]:
+    """Written entry -> the kept one it repeats (the best match at or above ``threshold``)."""
+    keep_of: dict[int, int] = {}
+    if not written:
+        return keep_of
+    aligner = Aligner([pool[k].text for k in written], embedder)
+    kept: list[int] = []  # positions in ``written``
+    for pos, k in enumerate(written):
+        found = aligner.matches(pos, kept, threshold)
+        if found:
+            keep_of[k] = written[found[0]]
+        else:
+            kept.append(pos)
+    return keep_of
 
 
 def nearest_kept(

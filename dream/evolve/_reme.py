@@ -11,7 +11,12 @@ Patterns of the same kind whose ``when_to_use`` and content each match with
 older and absorbs it (seed 001's rule; upstream keeps the longer text, which lets a stale
 but wordy pattern outlive the lesson that replaced it). Whatever the ratio, two patterns
 that give opposite instructions or list different steps stay apart (:mod:`._guard`): two
-step sequences of one task that differ in one step can score above 0.85.
+step sequences of one task that differ in one step can score above 0.85. That is the seed's
+rule (``rule="seed"``); by default (``rule="align"``, with the context's embedder) it
+applies to the offline templates only, and written patterns (a model's) of the same kind
+are compared by word alignment of their contents (:mod:`._align`): a reworded lesson's
+character ratio is 0.19-0.78, so the seed's rule merged none (bench/RESULTS.md). The newer
+still supersedes the older.
 """
 
 from __future__ import annotations
@@ -25,12 +30,15 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from ._align import Aligner, check_rule, templated, threshold_for
 from ._guard import may_merge
 from ._items import EvolveContext, EvolveItem, Model
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
 from ._pipeline import Strategy
 
 if TYPE_CHECKING:
+    from evolog.projections import Embedder
+
     from .._traces import Trace
 
 __all__ = ["BRANCH", "TAG", "ReMe", "pattern_from"]
@@ -94,21 +102,25 @@ class ReMe(Strategy):
 
     name = "reme"
 
-    def __init__(self, *, threshold: float = 0.85, model: Model | None = None) -> None:
+    def __init__(
+        self, *, threshold: float = 0.85, model: Model | None = None, rule: str = "align"
+    ) -> None:
         self.threshold = threshold
         self.model = model
+        self.rule = check_rule(rule)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ReMe) and (self.threshold, self.model) == (
+        return isinstance(other, ReMe) and (self.threshold, self.model, self.rule) == (
             other.threshold,
             other.model,
+            other.rule,
         )
 
     def uses_model(self, context: EvolveContext) -> bool:
         return (self.model or context.model) is not None
 
     def __hash__(self) -> int:
-        return hash((self.name, self.threshold))
+        return hash((self.name, self.threshold, self.rule))
 
     def extract(self, context: EvolveContext, have: set[str]) -> list[EvolveItem]:
         model = self.model or context.model
@@ -120,7 +132,8 @@ class ReMe(Strategy):
 
     def evolve(self, items: Sequence[EvolveItem], context: EvolveContext) -> list[EvolveItem]:
         have = {i.id for i in items} | set(context.known)
-        return dedup([*items, *self.extract(context, have)], self.threshold)
+        pool = [*items, *self.extract(context, have)]
+        return dedup(pool, self.threshold, context.embedder, self.rule)
 
 
 def _counts(texts: Sequence[str]) -> tuple[Counts, Counts]:
@@ -191,8 +204,17 @@ class _Above:
         return got
 
 
-def dedup(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveItem]:
+def dedup(
+    pool: Sequence[EvolveItem],
+    threshold: float,
+    embedder: Embedder | None = None,
+    rule: str = "align",
+) -> list[EvolveItem]:
     """Patterns with the newer of each duplicate pair kept, absorbing the older.
+
+    With ``rule="align"`` and an embedder that has a fitted threshold, written patterns
+    (not the offline templates) of the same kind are compared by word alignment of their
+    contents (:mod:`._align`) with each other only; the rest as below (the seed's rule).
 
     Both ``when_to_use`` and the content must match: over the two joined, a pattern for
     another task with the same steps matched too (precision 0.67 on bench/bench_evolve.py's
@@ -206,6 +228,11 @@ def dedup(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveItem]:
     """
     order = sorted((k for k, i in enumerate(pool) if TAG in i.tags), key=lambda k: pool[k].seq)
     winner: dict[int, int] = {}  # pattern -> the newer pattern that superseded it
+    aligned = threshold_for(rule, embedder)
+    if aligned is not None and embedder is not None:
+        written = [k for k in order if not templated(pool[k].text)]
+        order = [k for k in order if templated(pool[k].text)]
+        winner |= _aligned(pool, written, embedder, aligned)
     when_counts, when_len = _counts([pool[k].when_to_use for k in order])
     what_counts, what_len = _counts([pool[k].text for k in order])
     kinds: dict[str, int] = {}
@@ -231,9 +258,34 @@ def dedup(pool: Sequence[EvolveItem], threshold: float) -> list[EvolveItem]:
                     winner[old] = k
                     alive[row] = False
         alive[pos] = True
+    return absorb(pool, _last(winner))
+
+
+def _aligned(
+    pool: Sequence[EvolveItem], written: list[int], embedder: Embedder, threshold: float
+) -> dict[int, int]:
+    """Written pattern -> the newer one of its kind that superseded it (scoring at least
+    ``threshold`` with it when it came)."""
+    winner: dict[int, int] = {}
+    if not written:
+        return winner
+    aligner = Aligner([pool[k].text for k in written], embedder)
+    alive: list[int] = []  # positions in ``written``
+    for pos, k in enumerate(written):
+        same = [a for a in alive if pool[written[a]].pattern == pool[k].pattern]
+        gone = set(aligner.matches(pos, same, threshold))
+        for a in gone:
+            winner[written[a]] = k
+        alive = [a for a in alive if a not in gone]
+        alive.append(pos)
+    return winner
+
+
+def _last(winner: dict[int, int]) -> dict[int, int]:
+    """Each superseded pattern -> the last of its chain of successors."""
     final: dict[int, int] = {}
     for old, new in winner.items():
         while new in winner:
             new = winner[new]
         final[old] = new
-    return absorb(pool, final)
+    return final
