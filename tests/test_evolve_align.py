@@ -4,16 +4,22 @@ examples, the fitted constants against the bench's labelled pairs, and what it l
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
 import pytest
 from evolog.dream import SettingError
-from evolog.dream.evolve import EvolveItem, ReasoningBank, ReMe, pipeline
+from evolog.dream.evolve import EvolveItem, ReasoningBank, ReMe, apply, pipeline, stage
 from evolog.dream.evolve._align import THRESHOLDS, templated
 from evolog.dream.evolve._reasoning_bank import dedup as rb_dedup
 from evolog.dream.evolve._reme import dedup as reme_dedup
+from evolog.eventlog import Attempt, Outcome, Step
 from evolog.projections import HashingEmbedder, get_embedder
 
 from bench.bench_dedup_cv import PAIRS, cross_validate, decide, features, fit, measure
 from bench.bench_evolve import load_labelled
+from evolog import Memory
 
 EMBEDDERS = [get_embedder("wordllama"), get_embedder("hashing")]
 TASK = "deploy the payments service to production"
@@ -135,3 +141,38 @@ def test_the_fitted_constants_reproduce_the_bench_figures(
     cv = cross_validate(rows, "8-fold")
     assert cv["pooled"]["precision"] >= 0.9 and cv["pooled"]["recall"] >= 0.9
     assert cv["folds_at_goal"] == "8/8"
+
+
+def _view(items: Sequence[EvolveItem]) -> list[tuple[object, ...]]:
+    return sorted((i.id, i.branch, i.text, i.when_to_use, i.pattern) for i in items
+                  if "reme" in i.tags)  # fmt: skip
+
+
+def test_a_run_merges_reworded_model_patterns_and_replays_them(tmp_path: Path) -> None:
+    lessons: Iterator[str] = iter(())
+
+    def model(prompt: str) -> str:  # writes each trace's lesson in other words
+        return json.dumps({"content": next(lessons), "when_to_use": "deploying payments"})
+
+    embedder = get_embedder("hashing")
+    for rule, patterns in (("align", 1), ("seed", 2)):
+        with Memory(tmp_path / rule) as mem:
+            for n in range(2):
+                mem.append_many([
+                    Attempt(id=f"t{n}", action_id=f"t{n}", task=TASK),
+                    Step(id=f"t{n}.0", action_id=f"t{n}", index=0, action="migrate", ok=True),
+                    Outcome(id=f"t{n}.o", action_id=f"t{n}", status="success"),
+                ])  # fmt: skip
+            strategy = ReMe(rule=rule)
+            items, context = stage(mem.log, embedder=embedder, model=model)
+            lessons = iter([ANCHOR, REWORDED])
+            expected = strategy.evolve(tuple(items), context)
+            lessons = iter([ANCHOR, REWORDED])
+            apply(mem.log, strategy, embedder=embedder, model=model)
+            replayed, _ = stage(mem.log, embedder=embedder)
+        texts = [v[2] for v in _view(expected)]
+        if patterns == 1:
+            assert texts == [REWORDED]  # the newer supersedes
+        else:
+            assert sorted(texts) == sorted([ANCHOR, REWORDED])
+        assert _view(replayed) == _view(expected)

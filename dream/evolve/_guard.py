@@ -15,11 +15,11 @@ lessons may merge only if
   carefully" are one step, "restart the web service" and "restart the db service" two.
 
 A guard only ever keeps apart what the rule would merge; it never merges anything. Neither
-seed 001 nor the upstream code has it: their rules (cosine >= 0.85, ``SequenceMatcher`` >
-0.85) are kept as they are, and this is the one deviation. Looser thresholds that would
-catch rewordings were measured (bench/RESULTS.md) and not adopted: with or without the
-guard they merge opposite advice that no negation word marks ("a nightly pg_dump is
-enough" against "archive the WAL"), which only a model reading the lessons tells apart.
+seed 001 nor the upstream code has it. It goes with the seed's rules (cosine >= 0.85,
+``SequenceMatcher`` > 0.85), which by default judge only the offline extraction's templates
+(:mod:`._align`); written lessons are judged by word alignment, which keeps only
+:func:`contrary` pairs apart: the full negation check also keeps apart rewordings that turn
+the advice around, and the rule then misses the goal in half the folds (bench/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 ``evolve "ace >> reasoning_bank >> reme"`` runs the pipeline over the store's memory items
 and appends the proposed changes (``--dry-run``: prints them and appends nothing);
 progress goes to stderr, the report to stdout as JSON (``retired``: the items pruned).
-``--curate`` and ``--harmful-share`` set ACE's two retirement rules. ``evolve undo RUN``
+``--curate`` and ``--harmful-share`` set ACE's two retirement rules; ``--dedup seed``
+gives ReasoningBank and ReMe the seed's dedup rules for every entry. ``evolve undo RUN``
 retracts a run.
 """
 
@@ -35,8 +36,15 @@ def add_evolve_commands(sub: Any) -> None:
     s.add_argument(
         "--embedder",
         default=None,
-        help="embedder for ReasoningBank's dedup (default: the store's default; 'none': "
-        "exact content)",
+        help="embedder for the dedups of ReasoningBank and ReMe (default: the store's "
+        "default; 'none': the seed's rules, exact content for ReasoningBank)",
+    )
+    s.add_argument(
+        "--dedup",
+        choices=("align", "seed"),
+        default="align",
+        help="align (default): written lessons by word alignment, the offline templates by "
+        "the seed's rules; seed: the seed's rules for all (cosine >= 0.85, ratio > 0.85)",
     )
     s.add_argument("--model", default=None, help="a Claude model for reflection and patterns")
     s.add_argument(
@@ -75,7 +83,9 @@ def run_evolve(args: argparse.Namespace) -> int:
         print(f"evolog: evolve: expected one expression; got also {args.run!r}", file=sys.stderr)
         return 2
     ace = {"harmful_share": args.harmful_share, "curate_threshold": args.curate}
-    strategy = pipeline(args.expression, {"ace": ace})  # parse before opening anything
+    rule = {"rule": args.dedup}
+    options = {"ace": ace, "reasoning_bank": rule, "reme": rule}
+    strategy = pipeline(args.expression, options)  # parse before opening anything
     embedder = None
     if args.embedder != "none":
         from evolog.projections import get_embedder

@@ -270,11 +270,13 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
         "in Python); the strategies are ace, reasoning_bank and reme. ace retires the\n"
         "items whose harmful share exceeds --harmful-share and, with --curate, those\n"
         "scoring below it (the report's 'retired' lists them); 'ace --curate 0.3\n"
-        "--harmful-share 1' is the seed's curate(threshold=0.3) alone.",
+        "--harmful-share 1' is the seed's curate(threshold=0.3) alone. --dedup seed\n"
+        "gives reasoning_bank and reme the seed's dedup thresholds for every entry.",
         (
             "evolog evolve 'ace >> reasoning_bank >> reme' --dry-run",
             "evolog evolve ace --curate 0.3 --harmful-share 1",
             "evolog evolve 'ace >> reme' --curate 0.25 --harmful-share 0.6 --dry-run",
+            "evolog evolve 'reasoning_bank >> reme' --dedup seed --dry-run",
             "evolog evolve undo RUN",
         ),
     ),
