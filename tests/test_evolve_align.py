@@ -176,3 +176,23 @@ def test_a_run_merges_reworded_model_patterns_and_replays_them(tmp_path: Path) -
         else:
             assert sorted(texts) == sorted([ANCHOR, REWORDED])
         assert _view(replayed) == _view(expected)
+
+
+def test_cli_dedup_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from evolog.cli._main import main
+
+    store = tmp_path / "mem"
+    with Memory(store) as mem:
+        mem.append_many([
+            Attempt(id="t1", action_id="t1", task=TASK),
+            Step(id="t1.0", action_id="t1", index=0, action="migrate", ok=True),
+            Outcome(id="t1.o", action_id="t1", status="success"),
+        ])  # fmt: skip
+    args = ["--store", str(store), "evolve", "reasoning_bank >> reme", "--quiet", "--dry-run"]
+    written = []
+    for rule in ("seed", "align"):
+        assert main([*args, "--embedder", "hashing", "--dedup", rule]) == 0
+        written.append(len(json.loads(capsys.readouterr().out)["written"]))
+    assert written == [2, 2]  # one entry and one pattern, templates: the same either way
+    with pytest.raises(SystemExit):
+        main([*args, "--dedup", "cosine"])
