@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from evolog.eventlog import EventLog
 
-from evolog.cli._dream import ProgressBar, add_dream_commands, demo_dream
+from evolog.cli._common import ProgressBar
+from evolog.cli._dream import add_dream_commands, demo_dream
 from tests.test_dream_cycle import trace_events
 
 

@@ -1,5 +1,5 @@
-"""What the command modules share: where the store is, ``--as-of`` and ``--kinds``, and
-printing JSON.
+"""What the command modules share: where the store is, ``--as-of`` and ``--kinds``,
+printing JSON, a progress bar.
 
 Its own module so that the command modules import it, never the parser module (which
 imports them).
@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     import argparse
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORE",
     "MAX_SEQ",
+    "ProgressBar",
     "ledger_config",
     "parse_as_of",
     "parse_kinds",
@@ -85,3 +87,32 @@ def parse_as_of(text: str | None) -> tuple[int | None, int | None]:
 
 def parse_kinds(text: str | None) -> list[str] | None:
     return [k.strip() for k in text.split(",") if k.strip()] if text else None
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, label: str, stream: TextIO | None = None, width: int = 30) -> None:
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.width = width
+        self.enabled = self.stream.isatty()
+        self._last = 0.0
+        self._drawn = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self._last < 0.1 and done < total):
+            return
+        self._last = now
+        filled = self.width * done // total if total else self.width
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        """End the bar's line, if one was drawn."""
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -10,13 +10,12 @@ them; ``evolog route "task"`` routes a task; ``evolog graph`` shows the strategi
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 import msgspec
 
-from ._common import store_path
+from ._common import ProgressBar, store_path
 
 if TYPE_CHECKING:
     import argparse
@@ -49,35 +48,6 @@ def _guarded(func: Handler) -> Handler:
             return 2 if isinstance(exc, ValueError) else 1
 
     return run
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
-
-    def __init__(self, label: str, stream: TextIO | None = None, width: int = 30) -> None:
-        self.stream = stream or sys.stderr
-        self.label = label
-        self.width = width
-        self.enabled = self.stream.isatty()
-        self._last = 0.0
-        self._drawn = False
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if not self.enabled or (now - self._last < 0.1 and done < total):
-            return
-        self._last = now
-        filled = self.width * done // total if total else self.width
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{total}")
-        self.stream.flush()
-        self._drawn = True
-
-    def close(self) -> None:
-        """End the bar's line, if one was drawn."""
-        if self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 # -- isa --------------------------------------------------------------------------------
