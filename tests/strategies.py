@@ -26,6 +26,9 @@ Public strategies:
   (restatements, links to nodes and steps, constraints by node and by trace, merges,
   prunes, outcomes naming nodes, unrelated attempts, rare retractions), each batch with
   what to do after appending it (refresh the graph checkpoint one way or another, seal);
+- :func:`tried_dreams`: a stream of dream events naming traces and a stream of their
+  attempts and outcomes (re-grades, takeovers of an action id, outcomes naming the nodes),
+  with an interleaving of the two, for a node's success and failure counts;
 - :func:`evolver_graph_lines`, :func:`evolver_queries`: parsed evolver memory-graph lines as
   evolver's advice reads them, odd ones included (other types, missing or falsy keys,
   signal lists with non-strings, blanks and ``errsig:`` entries, numeric gene ids, times
@@ -499,7 +502,7 @@ GRAPH_CYCLES = ("c1", "c2", "c3")
 GRAPH_ACTIONS = ("views", "memgraph", "none", "seal")
 
 
-def _graph_event(draw: st.DrawFn, n: int) -> Event:
+def _graph_event(draw: st.DrawFn, n: int, attempted: set[str]) -> Event:
     node = st.sampled_from(GRAPH_NODES)
     trace = st.sampled_from(GRAPH_TRACES)
     traces = st.lists(trace, max_size=2)
@@ -507,7 +510,7 @@ def _graph_event(draw: st.DrawFn, n: int) -> Event:
     cycle = draw(st.sampled_from(GRAPH_CYCLES))
     eid = f"e{n}"
     # Retractions are rare: each one makes the checkpoint rebuild.
-    kind = draw(st.sampled_from([*"NNNSSLCCKMMPBEOOA", "R"]))
+    kind = draw(st.sampled_from([*"NNNSSLCCKMMPBEOOAA", "R"]))
     if kind == "N":
         goal = draw(st.sampled_from(["fix the import", "flaky test", ""]))
         return Node(id=eid, cycle=cycle, node=draw(node), goal=goal,
@@ -537,11 +540,18 @@ def _graph_event(draw: st.DrawFn, n: int) -> Event:
     if kind == "E":
         return DreamEnd(id=eid, cycle=cycle, consumed=draw(traces))
     if kind == "O":
+        # act3 is never attempted: its outcomes end no attempt.
         refs = st.lists(st.one_of(ref, st.just("gene_x")), max_size=2)
-        return Outcome(id=eid, action_id="act", status=draw(st.sampled_from(["success", "failed",
-                       "partial"])), decided_by=draw(refs), supported_by=draw(refs))  # fmt: skip
+        return Outcome(id=eid, action_id=draw(st.sampled_from(["act1", "act2", "act3"])),
+                       status=draw(st.sampled_from(["success", "failed", "partial"])),
+                       decided_by=draw(refs), supported_by=draw(refs))  # fmt: skip
     if kind == "A":
-        return Attempt(id=eid, action_id="act", task="unrelated")
+        # An attempt is a trace nodes may name (each id once); a later attempt with the same
+        # action id takes its outcomes over.
+        fresh = [t for t in GRAPH_TRACES if t not in attempted]
+        aid = draw(st.sampled_from(fresh)) if fresh else eid
+        attempted.add(aid)
+        return Attempt(id=aid, action_id=draw(st.sampled_from(["act1", "act2"])), task="x")
     targets = draw(st.lists(st.builds("e{}".format, st.integers(0, 60)), max_size=2))
     return Retraction(id=eid, target_cycle=draw(st.none() | st.sampled_from(GRAPH_CYCLES)),
                       targets=targets)  # fmt: skip
@@ -551,17 +561,49 @@ def _graph_event(draw: st.DrawFn, n: int) -> Event:
 def memgraph_histories(
     draw: st.DrawFn, max_batches: int = 5, max_batch: int = 8
 ) -> list[tuple[list[Event], str]]:
-    """Batches of memory-graph events (ids ``e0``, ``e1``, ...) with an action each, one of
-    :data:`GRAPH_ACTIONS`."""
+    """Batches of memory-graph events (ids ``e0``, ``e1``, ...; attempts are the traces
+    ``t1``-``t3`` nodes name, then ``e<n>``) with an action each, one of :data:`GRAPH_ACTIONS`."""
     out: list[tuple[list[Event], str]] = []
     n = 0
+    attempted: set[str] = set()
     for _ in range(draw(st.integers(1, max_batches))):
         batch = []
         for _ in range(draw(st.integers(1, max_batch))):
-            batch.append(_graph_event(draw, n))
+            batch.append(_graph_event(draw, n, attempted))
             n += 1
         out.append((batch, draw(st.sampled_from(GRAPH_ACTIONS))))
     return out
+
+
+@st.composite
+def tried_dreams(draw: st.DrawFn) -> tuple[list[Event], list[Event], list[bool]]:
+    """(dream events: nodes naming traces, merges, prunes; try events: attempts ``t1``-``t3``
+    and their outcomes; which stream each position of an interleaving takes from).
+
+    Every event carries its seq as the log would give it for the interleaving; folding the
+    streams in another order gives them other seqs, which the counts must not depend on.
+    """
+    node = st.sampled_from(GRAPH_NODES)
+    dreams: list[Event] = []
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from("NNNMP"))
+        if kind == "N":
+            traces = draw(st.lists(st.sampled_from(GRAPH_TRACES), max_size=2))
+            dreams.append(Node(cycle="c1", node=draw(node), goal="g", traces=traces))
+        elif kind == "M":
+            dreams.append(Merge(cycle="c1", node=draw(node), merged=draw(node)))
+        else:
+            dreams.append(Prune(cycle="c1", node=draw(node)))
+    tries: list[Event] = []
+    for trace in draw(st.permutations(GRAPH_TRACES)):
+        action = draw(st.sampled_from(["act1", "act2", trace]))
+        tries.append(Attempt(id=trace, action_id=action, task="x"))
+        for _ in range(draw(st.integers(0, 2))):
+            tries.append(Outcome(action_id=action,
+                                 status=draw(st.sampled_from(["success", "failed", "partial"])),
+                                 decided_by=draw(st.lists(node, max_size=1))))  # fmt: skip
+    order = draw(st.permutations([True] * len(dreams) + [False] * len(tries)))
+    return dreams, tries, order
 
 
 # -- memory evolution: staging items and toy strategies -------------------------------------

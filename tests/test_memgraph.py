@@ -92,9 +92,9 @@ def test_merge_pools_goals_traces_constraints_and_outcomes() -> None:
             Constraint(cycle="c1", node="a", trace="t1", description="no sudo"),
             Constraint(cycle="c1", trace="t2", description="no sudo"),
             Constraint(cycle="c1", node="b", trace="t2", description="pin versions"),
-            Outcome(action_id="x", status="success", decided_by=["b"]),
+            Outcome(action_id="x", status="success", decided_by=["b"], seq=6),
             Merge(cycle="c1", node="a", merged="b", confidence=0.9),
-            Outcome(action_id="y", status="failed", supported_by=["a"]),
+            Outcome(action_id="y", status="failed", supported_by=["a"], seq=8),
         ]
     )
     a, b = g.node("a"), g.node("b")

@@ -6,8 +6,9 @@
 applies only the events appended since, like the edge and ledger checkpoints:
 
 * nothing new: nothing is decoded; ``route`` reads a few views, ``graph`` concatenates them;
-* new events that change no node (attempts, steps, outcomes that name no node): only the
-  head moves;
+* new events the fold does not keep (outcomes that end no attempt and name no node): only
+  the head moves; attempts and their outcomes are folded, since they count for the nodes
+  dreamed from them (now, or in a dream to come);
 * otherwise the state is read (records decoded only where the new events touch them), the
   events folded in, and the views of the nodes they changed rendered again (a node's view
   covers everything merged into it, so the nodes it was merged into change with it);
@@ -25,12 +26,13 @@ import contextlib
 import fcntl
 import os
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Final
 
 import msgspec
 from evolog.eventlog import (
     AnyEvent,
+    Attempt,
     ChildStep,
     Constraint,
     EventLog,
@@ -122,10 +124,11 @@ class GraphCache:
             if not want_state and not self._touches(head, delta):
                 return self._move(snap, head, head_seq, delta), None
             graph = self._state(head)
+            ended = ended_attempts(graph, delta)
             graph.apply_all(delta)
             if graph.stale:  # pragma: no cover - retractions rebuild above
                 return self._rebuild(snap)
-            changed = dirty_nodes(graph, delta)
+            changed = dirty_nodes(graph, delta, ended)
             index = read_index(self.dir, head)
             return self._write(snap, head_seq, graph, changed, (head, index)), graph
         except Damaged:
@@ -144,11 +147,19 @@ class GraphCache:
         return graph_of(read_state(self.dir, head), head.last_seq)
 
     def _touches(self, head: Head, delta: Sequence[AnyEvent]) -> bool:
-        """Whether any new event can change a node (only outcomes naming none cannot)."""
+        """Whether the new events must be folded: all but outcomes that name no node and end
+        no attempt (an attempt's outcomes count for the nodes dreamed from it, now or in a
+        dream to come, so attempts are folded too)."""
         ids: set[str] | None = None
+        actions: Collection[str] | None = None
         for e in delta:
             if not isinstance(e, Outcome):
                 return True
+            if e.action_id:
+                if actions is None:
+                    actions = read_state(self.dir, head).actions
+                if e.action_id in actions:
+                    return True
             refs = [*e.decided_by, *e.supported_by]
             if refs:
                 if ids is None:
@@ -277,11 +288,29 @@ def _locked(path: str) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def dirty_nodes(graph: MemGraph, delta: Iterable[AnyEvent]) -> set[str]:
+def ended_attempts(graph: MemGraph, delta: Iterable[AnyEvent]) -> set[str]:
+    """The attempts the outcomes among ``delta`` end, read before the graph folds them (an
+    attempt after an outcome takes over its action id)."""
+    actions: dict[str, str] = {}
+    out: set[str] = set()
+    for e in delta:
+        if isinstance(e, Attempt):
+            actions[e.action_id or e.id] = e.id
+        elif isinstance(e, Outcome) and e.action_id:
+            attempt = actions.get(e.action_id) or graph._actions.get(e.action_id)
+            if attempt is not None:
+                out.add(attempt)
+    return out
+
+
+def dirty_nodes(graph: MemGraph, delta: Iterable[AnyEvent], ended: Iterable[str] = ()) -> set[str]:
     """Nodes whose view the events may have changed, with every node they were merged into
-    (a view covers its whole group)."""
+    (a view covers its whole group); ``ended``: the attempts whose outcomes came in
+    (:func:`ended_attempts`), whose counts change for the nodes dreamed from them."""
     out: set[str] = set()
     traces: set[str] = set()
+    for trace in ended:
+        out.update(graph._counted_in.get(trace, ()))
     for e in delta:
         if isinstance(e, Outcome):
             out.update(r for r in (*e.decided_by, *e.supported_by) if graph.node(r) is not None)

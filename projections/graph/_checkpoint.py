@@ -45,7 +45,10 @@ __all__ = [
     "write_atomic",
 ]
 
-FORMAT: Final = 1
+FORMAT: Final = 2
+"""2: the state keeps what a node's tries are counted from (attempts by action id, their
+verdicts, credits, the nodes counting each attempt) instead of format 1's per-node counts,
+which left out the traces a node was dreamed from; a format-1 checkpoint is rebuilt."""
 
 V = TypeVar("V")
 
@@ -85,7 +88,10 @@ class StateFile(msgspec.Struct, kw_only=True):
     absorbed: dict[str, tuple[str, ...]]
     cycles: dict[str, msgspec.Raw]
     consumed: dict[str, str]
-    outcomes: dict[str, tuple[int, int]]
+    actions: dict[str, str]
+    settled: dict[str, int]
+    credits: dict[str, msgspec.Raw]
+    counted_in: dict[str, tuple[str, ...]]
 
 
 class IndexFile(msgspec.Struct, kw_only=True):
@@ -106,6 +112,7 @@ _LAZY: Final[dict[str, Any]] = {
     "by_trace": tuple[ConstraintRecord, ...],
     "marks": tuple[MarkRecord, ...],
     "cycles": CycleRecord,
+    "credits": tuple[str | int, ...],
 }
 _DECODERS: Final = {name: msgspec.msgpack.Decoder(t) for name, t in _LAZY.items()}
 

@@ -15,7 +15,8 @@ dream cycles themselves (``dream_begin``/``dream_end``). Rules, decided here:
   reference duplicated them). Merged and pruned nodes stay readable but are not live.
 * Structural edges (IS_CHILD_OF, NEXT_STEP, PREVIOUS_STEP) are implied by the steps; only
   ``link`` events are stored. A step's id is ``<node>#<index>``.
-* Success counts come from outcomes whose ``decided_by``/``supported_by`` name a node.
+* A node's successes and failures count each try once: the traces it was dreamed from and
+  the outcomes naming it (:mod:`._tries`); a merged group pools its members' tries.
 * Traces are consumed by the ``dream_end`` of a cycle that is not retracted, so undoing a
   cycle makes its traces undreamed again.
 
@@ -33,6 +34,7 @@ from typing import Any, Final
 import msgspec
 from evolog.eventlog import (
     AnyEvent,
+    Attempt,
     ChildStep,
     Constraint,
     DreamBegin,
@@ -47,6 +49,7 @@ from evolog.eventlog import (
     Retraction,
 )
 
+from ._tries import Credit, credit_of, tally
 from ._types import (
     STRUCTURAL_EDGE_TYPES,
     ConstraintRecord,
@@ -76,7 +79,7 @@ __all__ = [
 ]
 
 MEMGRAPH_KINDS: Final = ("dream_begin", "dream_end", "constraint", "mark", "node", "child_step",
-                         "link", "merge", "prune", "outcome")  # fmt: skip
+                         "link", "merge", "prune", "attempt", "outcome")  # fmt: skip
 """Event kinds the fold reads (retractions are read first, separately)."""
 
 _MERGE_BOOST: Final = 0.1
@@ -101,7 +104,10 @@ class MemGraph:
         self._absorbed: MutableMapping[str, tuple[str, ...]] = {}
         self._cycles: MutableMapping[str, CycleRecord] = {}
         self._consumed: MutableMapping[str, str] = {}
-        self._outcomes: MutableMapping[str, tuple[int, int]] = {}
+        self._actions: MutableMapping[str, str] = {}
+        self._settled: MutableMapping[str, int] = {}
+        self._credits: MutableMapping[str, tuple[Credit, ...]] = {}
+        self._counted_in: MutableMapping[str, tuple[str, ...]] = {}
 
     # -- folding ------------------------------------------------------------------------
     def overlay(self) -> MemGraph:
@@ -127,6 +133,10 @@ class MemGraph:
         self.last_seq = max(self.last_seq, event.seq)
         if isinstance(event, Outcome):
             self._count_outcome(event)
+            return
+        if isinstance(event, Attempt):
+            # Outcomes find their attempt by action id (empty means the attempt's own id).
+            self._actions[event.action_id or event.id] = event.id
             return
         if isinstance(event, Retraction):
             self._note_retraction(event)
@@ -172,6 +182,8 @@ class MemGraph:
         old = self._nodes.get(e.node)
         goals = union_strings(old.trigger_goals if old else (), e.trigger_goals or [e.goal])
         traces = union_strings(old.traces if old else (), e.traces)
+        for trace in traces[len(old.traces) if old else 0 :]:
+            self._count_in(trace, e.node)
         if old is None:
             self._nodes[e.node] = StrategyNode(
                 e.node, e.cycle, e.goal, e.summary, e.confidence, 1, e.isa_version,
@@ -247,15 +259,23 @@ class MemGraph:
         if node is not None and not node.pruned:
             self._nodes[e.node] = msgspec.structs.replace(node, pruned=True, prune_reason=e.reason)
 
+    def _count_in(self, attempt: str, node: str) -> None:
+        # Which nodes an attempt's outcomes change (the checkpoint renders them again).
+        nodes = self._counted_in.get(attempt, ())
+        if node not in nodes:
+            self._counted_in[attempt] = (*nodes, node)
+
     def _count_outcome(self, e: Outcome) -> None:
-        status = e.status.lower()
-        won = status in ("success", "succeeded", "ok", "passed")
-        if not won and status not in ("failed", "failure", "error", "fail"):
+        key = credit_of(e, self._actions, self._settled)
+        if key is None:
             return
         for ref in dict.fromkeys([*e.decided_by, *e.supported_by]):
             if ref in self._nodes:
-                s, f = self._outcomes.get(ref, (0, 0))
-                self._outcomes[ref] = (s + 1, f) if won else (s, f + 1)
+                old = self._credits.get(ref, ())
+                if isinstance(key, int) or key not in old:
+                    self._credits[ref] = (*old, key)
+                    if isinstance(key, str):
+                        self._count_in(key, ref)
 
     # -- reading ------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -326,12 +346,14 @@ class MemGraph:
         return out
 
     def outcomes(self, node_id: str) -> tuple[int, int]:
-        """(successes, failures) of outcomes naming the node or anything merged into it."""
-        s = f = 0
+        """(successes, failures) of the node's group: the traces they were dreamed from and
+        the outcomes naming them, each try once (see the module docstring)."""
+        tries: list[Credit] = []
         for member in self.group(node_id):
-            ms, mf = self._outcomes.get(member, (0, 0))
-            s, f = s + ms, f + mf
-        return s, f
+            tries.extend(self._credits.get(member, ()))
+            node = self._nodes.get(member)
+            tries.extend(node.traces if node is not None else ())
+        return tally(tries, self._settled)
 
     def consumed(self) -> frozenset[str]:
         """Trace ids consumed by dream cycles that are not retracted."""
@@ -351,29 +373,14 @@ class MemGraph:
         return msgspec.json.decode(msgspec.json.encode(plain))  # type: ignore[no-any-return]
 
 
-_STATE: Final = (
-    "_nodes",
-    "_steps",
-    "_links",
-    "_by_node",
-    "_by_trace",
-    "_marks",
-    "_absorbed",
-    "_cycles",
-    "_consumed",
-    "_outcomes",
-)
+_STATE: Final = ("_nodes", "_steps", "_links", "_by_node", "_by_trace", "_marks", "_absorbed",
+                 "_cycles", "_consumed", "_actions", "_settled", "_credits",
+                 "_counted_in")  # fmt: skip
 _HANDLERS: Final[dict[type, Callable[[MemGraph, Any], None]]] = {
-    DreamBegin: MemGraph._begin,
-    DreamEnd: MemGraph._end,
-    Node: MemGraph._node,
-    ChildStep: MemGraph._child,
-    Link: MemGraph._link,
-    Constraint: MemGraph._constraint,
-    Mark: MemGraph._mark,
-    Merge: MemGraph._merge,
-    Prune: MemGraph._prune,
-}
+    DreamBegin: MemGraph._begin, DreamEnd: MemGraph._end, Node: MemGraph._node,
+    ChildStep: MemGraph._child, Link: MemGraph._link, Constraint: MemGraph._constraint,
+    Mark: MemGraph._mark, Merge: MemGraph._merge, Prune: MemGraph._prune,
+}  # fmt: skip
 
 
 def load_memgraph(log: EventLog, *, as_of: int | None = None) -> MemGraph:

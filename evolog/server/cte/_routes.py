@@ -186,7 +186,8 @@ def _node(state: AppState, node_id: str) -> dict[str, Any]:
     graph = _graph(state)
     node = graph.node(node_id)
     if node is not None:
-        s, f = _node_outcomes(state, graph, node)
+        # The reference's counts: the traces it was dreamed from, and outcomes since.
+        s, f = graph.outcomes(node.id)
         return {
             "node_id": node.id, "type": "parent", "hierarchy_level": STRATEGY_LEVEL,
             "goal": node.goal, "summary": node.summary, "confidence": node.confidence,
@@ -205,19 +206,6 @@ def _node(state: AppState, node_id: str) -> dict[str, Any]:
                     "step_index": step.index, "confidence": parent.confidence,
                 }  # fmt: skip
     raise Problem(404, "Node not found", "node_id")
-
-
-def _node_outcomes(state: AppState, graph: Any, node: Any) -> tuple[int, int]:
-    """Successes and failures of a node: of the traces it was dreamed from (the reference's
-    counts), plus outcomes that credit it since."""
-    from evolog.projections import Projections
-
-    table = Projections(state.store.paths.root).traces().select(["attempt_id", "status"])
-    status = dict(zip(*table.to_pydict().values(), strict=True))
-    s, f = graph.outcomes(node.id)
-    s += sum(status.get(t) == "success" for t in node.traces)
-    f += sum(status.get(t) == "failed" for t in node.traces)
-    return s, f
 
 
 @_cte("read", "node")
