@@ -510,7 +510,7 @@ def _graph_event(draw: st.DrawFn, n: int, attempted: set[str]) -> Event:
     cycle = draw(st.sampled_from(GRAPH_CYCLES))
     eid = f"e{n}"
     # Retractions are rare: each one makes the checkpoint rebuild.
-    kind = draw(st.sampled_from([*"NNNSSLCCKMMPBEOOAA", "R"]))
+    kind = draw(st.sampled_from([*"NNNSSLCCKMMPBEOOOAAA", "R"]))
     if kind == "N":
         goal = draw(st.sampled_from(["fix the import", "flaky test", ""]))
         return Node(id=eid, cycle=cycle, node=draw(node), goal=goal,

@@ -16,6 +16,7 @@ import msgspec
 import pytest
 from _eventlog_util import fresh_store
 from evolog.eventlog import (
+    Attempt,
     ChildStep,
     Constraint,
     DreamBegin,
@@ -156,6 +157,23 @@ def test_nothing_new_decodes_nothing_and_a_foreign_outcome_only_moves_the_head(
         assert changed.head.previous == first.generation
         assert changed.head.changed == ["a"]
         assert changed.outcomes("a") == (1, 1)
+        _check(log)
+
+
+def test_an_attempt_and_its_outcome_are_folded_without_writing_the_views_again(
+    tmp_path: Path,
+) -> None:
+    with _small_store(tmp_path / "s") as log:
+        first = graph_views(log)
+        log.append_many([Attempt(id="t7", action_id="a7", task="x"),
+                         Outcome(action_id="a7", status="success")])  # fmt: skip
+        kept = graph_views(log)
+        # The views (and a vector index synced to them) stay; the state moves on.
+        assert kept.generation == first.generation and kept.head.applied == first.head.applied + 2
+        assert kept.head.state_generation != first.head.state_generation
+        _check(log)
+        log.append(Node(cycle="c2", node="c", goal="new", traces=["t7"]))
+        assert graph_views(log).outcomes("c") == (1, 0)
         _check(log)
 
 

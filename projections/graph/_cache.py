@@ -192,8 +192,10 @@ class GraphCache:
     ) -> Head:
         """Write a new generation (views of ``changed`` and of new nodes rendered, the
         others copied from ``old``), then the head that names it."""
-        before = None if old is None else GraphViews.open(self.dir, old[0], old[1])
         ids = list(graph._nodes)
+        if old is not None and not changed and ids == old[1].ids:
+            return self._write_state(snap, head_seq, graph, old[0])
+        before = None if old is None else GraphViews.open(self.dir, old[0], old[1])
         rows = {node: i for i, node in enumerate(ids)}
         chunks: list[bytes | memoryview] = []
         import numpy as np  # only to write: a cold reader never needs it
@@ -225,15 +227,15 @@ class GraphCache:
         index_bytes = msgspec.msgpack.encode(index)
         state_bytes = msgspec.msgpack.encode(state_of(graph))
         first = mark_at(snap, 1, None if old is None else old[0].first)
+        gen = new_generation()
         head = Head(
             format=FORMAT, applied=head_seq, first=first, last=mark_at(snap, head_seq, None),
-            last_seq=graph.last_seq, generation=new_generation(),
+            last_seq=graph.last_seq, generation=gen, state_generation=gen,
             previous="" if old is None else old[0].generation,
             changed=sorted(rendered) if old is not None else [], live=int(live.sum()),
             cycles=len(graph._cycles), state_crc=zlib.crc32(state_bytes),
             index_crc=zlib.crc32(index_bytes),
         )  # fmt: skip
-        gen = head.generation
         try:
             os.makedirs(self.dir, exist_ok=True)
             # Writers take turns, so one's sweep never removes the files another has
@@ -243,11 +245,29 @@ class GraphCache:
                 write_atomic(self.dir, f"index-{gen}.msgpack", [index_bytes])
                 write_atomic(self.dir, f"state-{gen}.msgpack", [state_bytes])
                 write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
-                self._sweep(keep={gen, head.previous})
+                self._sweep(
+                    keep={gen, head.previous, "" if old is None else old[0].state_generation}
+                )
         except OSError:
             # A cache that cannot be written is only a slower next call: this one reads
             # the views from memory.
             self._memory = (head, GraphViews(head, index, b"".join(chunks)))
+        return head
+
+    def _write_state(self, snap: Snapshot, head_seq: int, graph: MemGraph, old: Head) -> Head:
+        """Write only a new state and a head that keeps ``old``'s views (no view changed)."""
+        state_bytes = msgspec.msgpack.encode(state_of(graph))
+        head = msgspec.structs.replace(
+            old, applied=head_seq, last=mark_at(snap, head_seq, None), last_seq=graph.last_seq,
+            cycles=len(graph._cycles), state_generation=new_generation(),
+            state_crc=zlib.crc32(state_bytes),
+        )  # fmt: skip
+        # Not written: the next call folds the events again; the views are still on disk.
+        with contextlib.suppress(OSError), _locked(os.path.join(self.dir, "write.lock")):
+            write_atomic(self.dir, f"state-{head.state_generation}.msgpack", [state_bytes])
+            write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
+            keep = {head.generation, head.previous, head.state_generation, old.state_generation}
+            self._sweep(keep=keep)
         return head
 
     def _save_head(self, head: Head) -> None:

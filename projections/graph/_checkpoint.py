@@ -11,6 +11,9 @@
 
 A generation's files are written under temporary names and renamed before the head that
 names them, so a crash at any point leaves the old checkpoint or the new one, never a mix.
+Events that change no view (an attempt, an outcome of a trace no node counts yet) write only
+a new state file: the head names its generation apart (``state_generation``) and keeps the
+views, so a vector index synced to them stays in sync.
 Nothing is trusted unread: the head carries the CRC-32 of the state and index files, the
 index one per view, and a file that does not decode or check out is a damaged checkpoint,
 rebuilt from the log (:class:`Damaged`).
@@ -66,6 +69,7 @@ class Head(msgspec.Struct, kw_only=True):
     last: SeqMark
     last_seq: int
     generation: str
+    state_generation: str
     previous: str
     changed: list[str]
     live: int
@@ -211,7 +215,7 @@ def read_head(directory: str) -> Head | None:
 
 
 def read_state(directory: str, head: Head) -> StateFile:
-    data = _read(os.path.join(directory, f"state-{head.generation}.msgpack"))
+    data = _read(os.path.join(directory, f"state-{head.state_generation}.msgpack"))
     if zlib.crc32(data) != head.state_crc:
         raise Damaged("state file fails its checksum")
     try:
