@@ -28,7 +28,7 @@ staged graph is exactly what a replay produces.
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -49,7 +49,7 @@ from evolog.eventlog import (
     Retraction,
 )
 
-from ._tries import Credit, credit_of, tally
+from ._tries import Credit, add_credit, credit_of, tally
 from ._types import (
     STRUCTURAL_EDGE_TYPES,
     ConstraintRecord,
@@ -106,7 +106,7 @@ class MemGraph:
         self._consumed: MutableMapping[str, str] = {}
         self._actions: MutableMapping[str, str] = {}
         self._settled: MutableMapping[str, int] = {}
-        self._credits: MutableMapping[str, tuple[Credit, ...]] = {}
+        self._credits: MutableMapping[str, Sequence[Credit]] = {}
         self._counted_in: MutableMapping[str, tuple[str, ...]] = {}
 
     # -- folding ------------------------------------------------------------------------
@@ -270,12 +270,14 @@ class MemGraph:
         if key is None:
             return
         for ref in dict.fromkeys([*e.decided_by, *e.supported_by]):
-            if ref in self._nodes:
-                old = self._credits.get(ref, ())
-                if isinstance(key, int) or key not in old:
-                    self._credits[ref] = (*old, key)
-                    if isinstance(key, str):
-                        self._count_in(key, ref)
+            # An attempt a node already counts (credited, or one of its traces) is not
+            # added again; ``_counted_in`` answers that without scanning the node's tries.
+            if ref in self._nodes and (
+                isinstance(key, int) or ref not in self._counted_in.get(key, ())
+            ):
+                add_credit(self._credits, ref, key)
+                if isinstance(key, str):
+                    self._count_in(key, ref)
 
     # -- reading ------------------------------------------------------------------------
     def __len__(self) -> int:
