@@ -120,11 +120,12 @@ def test_concurrent_publishers_into_one_table(tmp_path: Path) -> None:
         )
         for name, path in jobs
     ]
-    ops = []
-    for child in children:
-        out, err = child.communicate(timeout=120)
+    # Every child is waited for (and its pipes closed) before any assertion: a failure
+    # must not leave pipes for a later test's garbage collection to report.
+    done = [child.communicate(timeout=120) for child in children]
+    for child, (_, err) in zip(children, done, strict=True):
         assert child.returncode == 0, err.decode()
-        ops.append(out.decode().strip())
+    ops = [out.decode().strip() for out, _ in done]
     assert sorted(ops) == ["append", "append", "append", "none"]
     cat = SqlCatalog("evolog", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}")
     table = cat.load_table("evolog.events")

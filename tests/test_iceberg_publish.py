@@ -239,3 +239,24 @@ def test_segments_of_an_older_narrower_schema_read_as_nulls(tmp_path: Path) -> N
     assert _sql_rows(f"{wh}:events") == want
     table = _catalog(tmp_path / "wh").load_table("evolog.events")
     assert table_rows(table.scan().to_arrow()) == want
+
+
+def test_a_publisher_that_loses_the_namespace_race_goes_on(tmp_path: Path) -> None:
+    """The SQL catalog checks for the namespace, then inserts it: of two publishers creating
+    it at once, the one whose check came before the other's insert gets the database's
+    unique-constraint error. Here the check answers as it did before the winner's insert."""
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    winner = _catalog(str(wh))
+    winner.create_namespace("evolog")
+
+    class LateCheck(SqlCatalog):
+        checks = 0
+
+        def namespace_exists(self, identifier: str | tuple[str, ...]) -> bool:
+            self.checks += 1
+            return self.checks > 1 and super().namespace_exists(identifier)
+
+    loser = LateCheck("evolog", uri=f"sqlite:///{wh}/catalog.db", warehouse=f"file://{wh}")
+    table = load_or_create(loser, ("evolog", "events"), SCHEMA)
+    assert table.name() == ("evolog", "events")

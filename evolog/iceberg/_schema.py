@@ -44,7 +44,7 @@ def load_or_create(catalog: Catalog, ident: tuple[str, ...], events: pa.Schema) 
             return catalog.load_table(ident)
         except NoSuchTableError:
             pass
-        catalog.create_namespace_if_not_exists(ident[:-1])
+        _ensure_namespace(catalog, ident[:-1])
         try:
             tx = catalog.create_table_transaction(
                 ident,
@@ -58,6 +58,16 @@ def load_or_create(catalog: Catalog, ident: tuple[str, ...], events: pa.Schema) 
         except (TableAlreadyExistsError, CommitFailedException):
             pass  # (the SQL catalog reports a lost creation race as a failed commit)
         return catalog.load_table(ident)
+
+
+def _ensure_namespace(catalog: Catalog, namespace: tuple[str, ...]) -> None:
+    try:
+        catalog.create_namespace_if_not_exists(namespace)
+    except Exception:
+        # The SQL catalog checks, then inserts: a publisher that loses that race to another
+        # gets the database's unique-constraint error, not NamespaceAlreadyExistsError.
+        if not catalog.namespace_exists(namespace):
+            raise
 
 
 def _ensure_name_mapping(tx: Transaction) -> None:
