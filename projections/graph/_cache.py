@@ -26,7 +26,7 @@ import contextlib
 import fcntl
 import os
 import zlib
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Final
 
 import msgspec
@@ -50,6 +50,7 @@ from ._checkpoint import (
     Damaged,
     Head,
     IndexFile,
+    StateFile,
     graph_of,
     new_generation,
     read_head,
@@ -121,9 +122,17 @@ class GraphCache:
             delta = events_after(snap, head.applied, _DELTA_KINDS)
             if any(isinstance(e, Retraction) for e in delta):
                 return self._rebuild(snap)
-            if not want_state and not self._touches(head, delta):
+            # One read of the state file serves both the check and the fold.
+            state: list[StateFile] = []
+
+            def read() -> StateFile:
+                if not state:
+                    state.append(read_state(self.dir, head))
+                return state[0]
+
+            if not want_state and not self._touches(head, delta, read):
                 return self._move(snap, head, head_seq, delta), None
-            graph = self._state(head)
+            graph = graph_of(read(), head.last_seq)
             ended = ended_attempts(graph, delta)
             graph.apply_all(delta)
             if graph.stale:  # pragma: no cover - retractions rebuild above
@@ -146,7 +155,9 @@ class GraphCache:
     def _state(self, head: Head) -> MemGraph:
         return graph_of(read_state(self.dir, head), head.last_seq)
 
-    def _touches(self, head: Head, delta: Sequence[AnyEvent]) -> bool:
+    def _touches(
+        self, head: Head, delta: Sequence[AnyEvent], state: Callable[[], StateFile]
+    ) -> bool:
         """Whether the new events must be folded: all but outcomes that name no node and end
         no attempt (an attempt's outcomes count for the nodes dreamed from it, now or in a
         dream to come, so attempts are folded too)."""
@@ -157,7 +168,7 @@ class GraphCache:
                 return True
             if e.action_id:
                 if actions is None:
-                    actions = read_state(self.dir, head).actions
+                    actions = state().actions
                 if e.action_id in actions:
                     return True
             refs = [*e.decided_by, *e.supported_by]
