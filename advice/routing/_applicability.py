@@ -238,8 +238,7 @@ def applicability(
         similarity = max(dots, default=0.0)
     lexical = 0.0
     if rule.lexical_weight and task_text is not None and node_texts:
-        evidence = lexical_evidence()
-        lexical = evidence.coverage(task_text, node_texts) - evidence.generic_coverage(task_text)
+        lexical = lexical_evidence().margin(task_text, node_texts)
     null = null_for(embedder, task, rows, rule, cache)
     return judge(similarity, null, rule, summary=dots[-1] if dots else None, lexical=lexical)
 

@@ -78,6 +78,10 @@ def contrary(a: str, b: str) -> bool:
     """
     if negative(a) == negative(b):
         return False
-    wa = {w for w in _WORD.findall(a.lower()) if w not in _LIGHT and w not in _CUES}
-    wb = {w for w in _WORD.findall(b.lower()) if w not in _LIGHT and w not in _CUES}
+    wa, wb = _said(a), _said(b)
     return wa <= wb or wb <= wa
+
+
+def _said(text: str) -> set[str]:
+    """What a text talks about: its words, light words and negation cues aside."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _LIGHT and w not in _CUES}
