@@ -174,8 +174,10 @@ def test_in_process_handler_returns_the_context(store: Path) -> None:
     assert len(seqs) == 2 and "n-deploy" in ctx
 
 
-def test_print_settings_matches_the_readme() -> None:
-    code, out, _ = hook(Path("/nonexistent-store"), {}, "--print-settings")
+def test_print_settings_matches_the_readme(tmp_path: Path) -> None:
+    absent = tmp_path / "no-store"  # printing the settings needs no store and makes none
+    code, out, _ = hook(absent, {}, "--print-settings")
+    assert not absent.exists()
     assert code == 0 and json.loads(out) == settings() and out.strip() == settings_text()
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert out.strip() in readme
