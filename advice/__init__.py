@@ -20,12 +20,14 @@ Errors (all in this package derive from :class:`AdviceError`)::
     ├── LogReadError
     ├── IndexBackendError
     └── RouterError
-        └── InvalidTaskError (ValueError)
+        ├── InvalidTaskError (ValueError)
+        └── JudgeReplyError
 
 The strategy router (:class:`Router`) routes a task to ZERO_SHOT, MEMORY_TRAVERSAL (an entry
 node with its steps and constraints) or CONTEXT_JUMP over the dream-built memory graph; a
 node is an entry point only if :func:`applicability` says it applies to the task (not merely
-shares its vocabulary), the same test recall uses.
+shares its vocabulary), the same test recall uses. :class:`JudgedRouter` lets a model
+(:class:`ModelJudge`) make that verdict instead.
 Advice and routing skip entries the survival ledger has buried unless told otherwise.
 """
 
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from .evolver._import import evolver_to_event, patch_supported
     from .evolver._policy import EvolverAdvice, ScoredGene, evolver_advice, read_evolver_jsonl_tail
     from .routing._applicability import Applicability, ApplicabilityRule, applicability
+    from .routing._judge import JudgedRouter, JudgeReplyError, ModelJudge
     from .routing._router import (
         DEFAULT_FLOORS,
         EntryPoint,
@@ -100,7 +103,10 @@ __all__ = [
     "InferredOutcome",
     "InvalidInputError",
     "InvalidTaskError",
+    "JudgeReplyError",
+    "JudgedRouter",
     "LogReadError",
+    "ModelJudge",
     "Plan",
     "PlanStep",
     "RouteDecision",
@@ -156,6 +162,7 @@ __getattr__, __dir__ = lazy_exports(
         ".routing._router": "DEFAULT_FLOORS EntryPoint InvalidTaskError Plan PlanStep "
         "RouteDecision Router RouterConfig RouterError RouterPath",
         ".routing._applicability": "Applicability ApplicabilityRule applicability",
+        ".routing._judge": "JudgeReplyError JudgedRouter ModelJudge",
         ".routing._traversal": "Traversal",
     },
     globals(),

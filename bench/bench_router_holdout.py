@@ -14,6 +14,13 @@ related-right minus ``--cost`` times the unrelated-to-memory rate (see :func:`fi
     .venv/bin/python bench/bench_router_holdout.py crossval [--splits 5] [--embedder NAME]
     .venv/bin/python bench/bench_router_holdout.py fit      # the rule to ship: all halves pooled
     .venv/bin/python bench/bench_router_holdout.py misses   # where related tasks are lost
+    .venv/bin/python bench/bench_router_holdout.py judge --model oracle|claude [--splits 1]
+
+``judge`` routes every held-out half through :class:`JudgedRouter` (nothing is fitted): with
+``--model claude`` the Claude model decides applicability (needs ANTHROPIC_API_KEY; about
+110 calls per half); ``--model oracle`` picks the first consulted candidate of the right
+domain, the upper bound of any judge over the same candidates. ``--set DIR`` (repeatable)
+evaluates other set folders, e.g. bench/routing_holdout_b.
 
 ``--rule lexical`` (the default) fits floor, margin and lexical weight with the margin from
 the goal-with-summary similarity; ``--rule similarity`` the earlier floor, margin and radius.
@@ -35,6 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evolog.advice.routing._applicability import ApplicabilityRule, null_sample, rule_for
+from evolog.advice.routing._judge import JudgedRouter, ModelJudge
 from evolog.advice.routing._lexical import lexical_evidence
 from evolog.advice.routing._router import Router, RouterConfig
 from evolog.dream._cycle import dream
@@ -50,12 +58,18 @@ RADII = (0.4, 0.5, 2.0)
 """Topic radii tried when fitting (2.0: no background task is ever left out)."""
 
 
-def load_holdout(folder: Path = HOLDOUT) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
-    """(domains, unrelated) as stored."""
-    with open(folder / "domains.json", encoding="utf-8") as f:
-        domains: list[dict[str, Any]] = json.load(f)["domains"]
-    with open(folder / "unrelated.json", encoding="utf-8") as f:
-        unrelated: dict[str, list[str]] = json.load(f)
+def load_holdout(
+    *folders: Path,
+) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """(domains, unrelated) as stored; several folders are pooled (default: HOLDOUT)."""
+    domains: list[dict[str, Any]] = []
+    unrelated: dict[str, list[str]] = {"software": [], "everyday": []}
+    for folder in folders or (HOLDOUT,):
+        with open(folder / "domains.json", encoding="utf-8") as f:
+            domains += json.load(f)["domains"]
+        with open(folder / "unrelated.json", encoding="utf-8") as f:
+            for kind, tasks in json.load(f).items():
+                unrelated[kind] = unrelated.get(kind, []) + tasks
     return domains, unrelated
 
 
@@ -246,10 +260,14 @@ def halves(
 
 
 def crossval(
-    embedder: Embedder, splits: int, cost: float, kind: str = "similarity"
+    embedder: Embedder,
+    splits: int,
+    cost: float,
+    kind: str = "similarity",
+    folders: tuple[Path, ...] = (),
 ) -> list[dict[str, Any]]:
     """Per held-out half: the fitted rule, its rates, and the old floor-only rule's."""
-    domains, unrelated = load_holdout()
+    domains, unrelated = load_holdout(*folders)
     old = ApplicabilityRule(0.30 if embedder.name.startswith("wordllama") else 0.21, -9.0, 2.0)
     rows = []
     for seed in range(splits):
@@ -269,10 +287,67 @@ def crossval(
     return rows
 
 
-def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+class OracleJudge(ModelJudge):
+    """Picks the first consulted candidate of the task's domain: the bound of any judge."""
+
+    def __init__(self, want: dict[str, str | None], domain_of: dict[str, str]) -> None:
+        super().__init__(lambda prompt: "0", name="oracle")
+        self.want, self.domain_of = want, domain_of
+
+    def pick(self, task: str, entries: Any, graph: Any) -> tuple[int | None, str]:
+        shown = list(entries[: self.candidates])
+        right = [i for i, e in enumerate(shown) if self.domain_of.get(e.node) == self.want[task]]
+        return (right[0] if right else None), "oracle"
+
+
+def judged(
+    embedder: Embedder, splits: int, model: str, folders: tuple[Path, ...] = ()
+) -> list[dict[str, Any]]:
+    """Per half: rates with the judge and with the shipped offline rule, same routers."""
+    domains, unrelated = load_holdout(*folders)
+    claude = None
+    if model == "claude":
+        from evolog.dream.evolve._claude import ClaudeModel
+
+        claude = ClaudeModel()
+    rows = []
+    for seed in range(splits):
+        for h, (d, u) in enumerate(halves(domains, unrelated, seed)):
+            with tempfile.TemporaryDirectory() as tmp:
+                router = build_router(d, embedder, os.path.join(tmp, "store"), config=None)
+            graph = router.graph
+            domain_of = {
+                graph.resolve(n.id): t.split("/")[0]
+                for n in graph.nodes(live_only=False)
+                for t in n.traces
+            }
+            tasks = [("related", t, x["name"]) for x in d for t in x["related"]]
+            tasks += [("near", t, None) for x in d for t in x["near"]]
+            tasks += [(k, t, None) for k in ("software", "everyday") for t in u[k]]
+            want = {t: w for _, t, w in tasks}
+            judge = ModelJudge(claude, name="claude") if claude else OracleJudge(want, domain_of)
+            judging = JudgedRouter.around(router, judge)
+            got: dict[str, dict[str, list[bool]]] = {"judged": {}, "offline": {}}
+            for kind, task, w in tasks:
+                for which, r in (("judged", judging), ("offline", router)):
+                    e = r.route(task).entry
+                    hit = e is not None and (kind != "related" or domain_of.get(e.node) == w)
+                    got[which].setdefault(kind, []).append(hit)
+            row: dict[str, Any] = {"split": seed, "half": h}
+            for which, kinds in got.items():
+                r = {"related_right": sum(kinds["related"]) / len(kinds["related"])}
+                for kind in KINDS[1:]:
+                    r[f"{kind}_to_memory"] = sum(kinds[kind]) / max(1, len(kinds[kind]))
+                r["unrelated_at_issue_mix"] = false_rate(r)
+                row[which] = {k: round(v, 4) for k, v in r.items()}
+            rows.append(row)
+    return rows
+
+
+def summarise(rows: list[dict[str, Any]], which_of: tuple[str, ...] = ()) -> dict[str, Any]:
     """Mean and spread (population sd, min, max) of each rate over the held-out halves."""
     out: dict[str, Any] = {}
-    for which in ("fitted", "old_floor_only", "shipped"):
+    for which in which_of or ("fitted", "old_floor_only", "shipped"):
         out[which] = {}
         for key in rows[0][which]:
             vals = [r[which][key] for r in rows]
@@ -287,21 +362,36 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("what", choices=["crossval", "fit", "misses"])
+    p.add_argument("what", choices=["crossval", "fit", "misses", "judge"])
     p.add_argument("--embedder", default="wordllama")
     p.add_argument("--splits", type=int, default=5)
     p.add_argument("--cost", type=float, default=2.0, help="weight of a false memory")
+    p.add_argument("--model", choices=["oracle", "claude"], default="oracle", help="judge")
     p.add_argument("--rule", choices=KINDS_OF_RULE, default="lexical", help="the rule to fit")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        type=Path,
+        default=[],
+        help="a set folder (repeat to pool sets; default bench/routing_holdout)",
+    )
     args = p.parse_args(argv)
+    folders = tuple(args.sets)
     embedder = get_embedder(args.embedder)
     if args.what == "crossval":
-        rows = crossval(embedder, args.splits, args.cost, args.rule)
+        rows = crossval(embedder, args.splits, args.cost, args.rule, folders)
         for row in rows:
             print(json.dumps(row))
         print(json.dumps({"summary": summarise(rows)}))
+    elif args.what == "judge":
+        rows = judged(embedder, args.splits, args.model, folders)
+        for row in rows:
+            print(json.dumps(row))
+        print(json.dumps({"summary": summarise(rows, ("judged", "offline"))}))
     else:
         # Pooled over every half of every split: stores of 12 domains, as the held-out set's.
-        domains, unrelated = load_holdout()
+        domains, unrelated = load_holdout(*folders)
         queries = [
             q
             for seed in range(args.splits)

@@ -206,6 +206,12 @@ def _cmd_route(args: Any) -> int:
     if not args.task.strip():  # refused before the graph checkpoint is brought up to date
         raise _InputError(f"task: expected non-blank text; got {args.task!r}")
     config = RouterConfig(top_k=args.top_k)
+    judge = None
+    if args.judge:  # built first: a missing API key is refused before the store is opened
+        from evolog.advice.routing._judge import JudgedRouter, ModelJudge
+        from evolog.dream.evolve._claude import ClaudeModel
+
+        judge = ModelJudge(ClaudeModel(model=args.judge), name=f"claude:{args.judge}")
     with EventLog(store_path(args)) as log:
         router = Router.from_log(
             log,
@@ -213,6 +219,8 @@ def _cmd_route(args: Any) -> int:
             config=config,
             include_dead=args.include_dead,
         )
+    if judge is not None:
+        router = JudgedRouter.around(router, judge)
     decision = router.route(args.task, current=args.current)
     out: dict[str, Any] = msgspec.to_builtins(decision)
     if decision.entry is not None:
@@ -325,6 +333,7 @@ def add_dream_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         action="store_true",
         help="also route to strategies the survival ledger has buried",
     )
+    r.add_argument("--judge", metavar="MODEL", help="a Claude model decides which memory applies")
     r.set_defaults(func=_wrap(_cmd_route))
 
     g = sub.add_parser(

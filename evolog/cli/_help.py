@@ -173,9 +173,12 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "route": (
         "Route a task: zero_shot, memory_traversal (an entry node that applies, with\n"
-        "its plan) or context_jump (with --current, when the task drifted away).",
+        "its plan) or context_jump (with --current, when the task drifted away).\n"
+        "--judge MODEL lets a Claude model decide which candidate applies\n"
+        "(ANTHROPIC_API_KEY); if it fails, the offline verdict stands.",
         (
             'evolog route "a test is flaky, resolve it"',
+            'evolog route "the signup page shows English in French" --judge claude-sonnet-4-6',
             'evolog route "now fix the build" --current node-5730e7159594c0ca-1 --top-k 3',
         ),
     ),
