@@ -35,7 +35,7 @@ from evolog.projections.graph._embed import get_embedder
 from evolog.projections.memory import MemoryConfig
 
 from bench.bench_router import strategy_events
-from bench.bench_router_holdout import HOLDOUT, MIX, halves, load_holdout
+from bench.bench_router_holdout import HOLDOUT, MIX, domains_of, half_tasks, halves, load_holdout
 from evolog import Memory
 
 LOOSE = MemoryConfig(min_similarity=0.0, min_margin=-9.0, retrieval_threshold=0.0, top_n=5)
@@ -59,16 +59,9 @@ def collect(folder: Path, splits: int, embedder: Any) -> list[dict[str, Any]]:
                             log.append_many(strategy_events(trace))
                     dream(log, embedder=embedder)
                     graph = graph_views(log)
-                domain_of = {
-                    graph.resolve(n.id): t.split("/")[0]
-                    for n in graph.nodes(live_only=False)
-                    for t in n.traces
-                }
-                tasks = [("related", t, x["name"]) for x in d for t in x["related"]]
-                tasks += [("near", t, None) for x in d for t in x["near"]]
-                tasks += [(k, t, None) for k in ("software", "everyday") for t in u[k]]
+                domain_of = domains_of(graph)
                 with Memory(path) as mem:
-                    for kind, task, want in tasks:
+                    for kind, task, want in half_tasks(d, u):
                         r = mem.recall(task, record=False, config=LOOSE)
                         items = [(domain_of.get(i.id), i.similarity, i.score) for i in r.items]
                         out.append(

@@ -108,6 +108,24 @@ def build_router(
     return router
 
 
+def domains_of(graph: Any) -> dict[str, str]:
+    """Each node (merged ones resolved) -> the domain of the traces it was dreamed from."""
+    return {
+        graph.resolve(n.id): t.split("/")[0] for n in graph.nodes(live_only=False) for t in n.traces
+    }
+
+
+def half_tasks(
+    domains: list[dict[str, Any]], unrelated: dict[str, list[str]]
+) -> list[tuple[str, str, str | None]]:
+    """(kind, task, the domain it must reach or None) for every task of a half."""
+    tasks: list[tuple[str, str, str | None]] = []
+    tasks += [("related", t, d["name"]) for d in domains for t in d["related"]]
+    tasks += [("near", t, None) for d in domains for t in d["near"]]
+    tasks += [(kind, t, None) for kind in ("software", "everyday") for t in unrelated[kind]]
+    return tasks
+
+
 def collect(
     domains: list[dict[str, Any]], unrelated: dict[str, list[str]], embedder: Embedder
 ) -> list[Query]:
@@ -115,18 +133,13 @@ def collect(
     with tempfile.TemporaryDirectory() as tmp:
         router = build_router(domains, embedder, os.path.join(tmp, "store"))
     graph = router.graph
-    domain_of = {
-        graph.resolve(n.id): t.split("/")[0] for n in graph.nodes(live_only=False) for t in n.traces
-    }
+    domain_of = domains_of(graph)
     sample = null_sample(embedder)
     lexical = lexical_evidence()
     texts = {n.id: node_texts(n) for n in graph.nodes()}
     vectors = {n: embedder.embed(list(t)) for n, t in texts.items()}
-    tasks = [("related", t, d["name"]) for d in domains for t in d["related"]]
-    tasks += [("near", t, None) for d in domains for t in d["near"]]
-    tasks += [(kind, t, None) for kind in ("software", "everyday") for t in unrelated[kind]]
     out = []
-    for kind, task, want in tasks:
+    for kind, task, want in half_tasks(domains, unrelated):
         decision = router.route(task)
         vector = router.index.vector_of(task)
         generic = lexical.generic_coverage(task)
@@ -315,15 +328,8 @@ def judged(
         for h, (d, u) in enumerate(halves(domains, unrelated, seed)):
             with tempfile.TemporaryDirectory() as tmp:
                 router = build_router(d, embedder, os.path.join(tmp, "store"), config=None)
-            graph = router.graph
-            domain_of = {
-                graph.resolve(n.id): t.split("/")[0]
-                for n in graph.nodes(live_only=False)
-                for t in n.traces
-            }
-            tasks = [("related", t, x["name"]) for x in d for t in x["related"]]
-            tasks += [("near", t, None) for x in d for t in x["near"]]
-            tasks += [(k, t, None) for k in ("software", "everyday") for t in u[k]]
+            domain_of = domains_of(router.graph)
+            tasks = half_tasks(d, u)
             want = {t: w for _, t, w in tasks}
             judge = ModelJudge(claude, name="claude") if claude else OracleJudge(want, domain_of)
             judging = JudgedRouter.around(router, judge)

@@ -19,32 +19,20 @@ from evolog.eventlog import EventLog
 from evolog.projections.graph._embed import get_embedder
 
 from tests.test_dream_cycle import trace_events
+from tests.test_evolve_cli import _reply
+from tests.test_router_applicability import FASTLANE, I18N, _node_of
 
-I18N = (
-    "extract translatable strings from the Django app into .po files",
-    ["wrap user-facing strings in gettext_lazy", "run makemessages -l fr", "commit the .po files"],
-)
-FASTLANE = (
-    "automate TestFlight uploads with fastlane",
-    ["create a Fastfile lane calling build_app", "upload_to_testflight with an API key"],
-)
 RELATED = "mark the strings in the Django templates for translation into .po files"
 NEAR = "upgrade the Django project from 3.2 to 4.2"
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
     path: Path = tmp_path_factory.mktemp("judge") / "store"
     with EventLog(path, create=True, durability="none") as log:
         log.append_many(trace_events("i18n", *I18N))
         log.append_many(trace_events("fastlane", *FASTLANE))
         dream(log, embedder=get_embedder())
-    return path
-
-
-@pytest.fixture(scope="module")
-def router(store: Path) -> Router:
-    with EventLog(store) as log:
         return Router.from_log(log)
 
 
@@ -61,10 +49,6 @@ class Scripted:
         if isinstance(reply, Exception):
             raise reply
         return reply
-
-
-def _node_of(router: Router, trace: str) -> str:
-    return next(n.id for n in router.graph.nodes() if trace in n.traces)
 
 
 def test_the_judge_can_refuse_what_the_offline_rule_claims(router: Router) -> None:
@@ -150,15 +134,6 @@ def test_the_prompt_names_every_memory_with_its_first_steps(router: Router) -> N
     prompt = judge_prompt(" the task ", [(e, steps) for e in entries])
     assert "New task: the task\n" in prompt and "steps: a; b; c; d\n" in prompt
     assert [f"[{i}] goal: {e.goal}" in prompt for i, e in enumerate(entries, 1)] == [True] * 2
-
-
-def _reply(text: str) -> httpx2.Response:
-    body = {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-        "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 3},
-    }  # fmt: skip
-    return httpx2.Response(200, json=body, headers={"request-id": "req_1"})
 
 
 def test_the_claude_model_judges_over_the_real_client(router: Router) -> None:
