@@ -760,3 +760,17 @@ def evolver_queries() -> st.SearchStrategy[tuple[Any, list[Any], Any]]:
     return st.tuples(
         _EVOLVER_SIGNALS, st.lists(gene, max_size=5), st.sampled_from([False, True, "false", 0])
     )
+
+
+VECTOR_NODES = tuple(f"n{i}" for i in range(12))
+
+
+@st.composite
+def vector_syncs(draw: st.DrawFn, max_rounds: int = 3) -> list[dict[str, list[str]]]:
+    """Successive ``node -> texts`` mappings a vector index is synced to: texts of a few
+    shared words (so they rank against each other), repeated, dropped, or empty."""
+    text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=0, max_size=5).map(" ".join)
+    mapping = st.dictionaries(
+        st.sampled_from(VECTOR_NODES), st.lists(text, min_size=1, max_size=3), max_size=10
+    )
+    return draw(st.lists(mapping, min_size=1, max_size=max_rounds))

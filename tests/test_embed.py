@@ -143,7 +143,7 @@ def test_index_sync_search_and_cache(tmp_path: Path) -> None:
     index.save()
     reopened = VectorIndex.open(embedder, str(tmp_path))
     assert len(reopened) == 6 and reopened.search_text("orders query", 1)[0][0] == "n1"
-    assert reopened._lazy is not None  # searched from the mapped file, texts never decoded
+    assert reopened._keys.lazy is not None  # searched from the mapped file, texts never decoded
     # The graph changes: n2 is gone, n0 gains a trigger goal; only the difference moves.
     del graph  # a new graph stands for the changed event log
     wanted = wanted_texts(_graph("rotate the tls certificate", "speed up the orders query"))

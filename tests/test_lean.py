@@ -81,7 +81,9 @@ def test_a_damaged_tokenizer_cache_is_written_again(tmp_path: Path) -> None:
     assert again.encode(text) == first.encode(text)
 
 
-def _index(tmp_path: Path, n: int) -> VectorIndex:
+def _index(tmp_path: Path, n: int, *, graph: bool = False) -> VectorIndex:
+    """An index of ``n`` nodes saved and opened again; saved with its usearch file if
+    ``graph`` (a search before saving builds it), else as rows only."""
     rng = random.Random(3)
     index = VectorIndex(HashingEmbedder(256), str(tmp_path))
     items = []
@@ -89,6 +91,8 @@ def _index(tmp_path: Path, n: int) -> VectorIndex:
         goal = f"{rng.choice(_VERBS)} the {rng.choice(_THINGS)} {rng.choice(_WHERE)} {i % 97}"
         items.append((f"n{i}", [goal, f"{goal}. {rng.choice(_THINGS)}"]))
     index.add_many(items)
+    if graph:
+        index.search_text("build the graph", 1)
     index.save()
     return VectorIndex.open(index.embedder, str(tmp_path))
 
@@ -121,7 +125,7 @@ def test_the_kernel_search_is_the_exhaustive_usearch_search(tmp_path: Path) -> N
 
 
 def test_a_stale_or_missing_rows_file_falls_back_to_usearch(tmp_path: Path) -> None:
-    index = _index(tmp_path, 50)
+    index = _index(tmp_path, 50, graph=True)
     expected = index.search_text("fix the flaky test", 5)
     (rows,) = tmp_path.glob("vectors-*.rows")
     rows.write_bytes(rows.read_bytes()[:-2])
@@ -133,7 +137,7 @@ def test_a_stale_or_missing_rows_file_falls_back_to_usearch(tmp_path: Path) -> N
 
 
 def test_rows_beside_a_usearch_file_of_another_save_are_not_used(tmp_path: Path) -> None:
-    index = _index(tmp_path, 50)
+    index = _index(tmp_path, 50, graph=True)
     (usearch,) = tmp_path.glob("vectors-*.usearch")
     older = usearch.read_bytes()
     index.add("fresh", ["tune the garbage collector"])

@@ -1,6 +1,7 @@
 """The vector index's cache files: the key map, the float16 rows, and how they are written.
 
-* ``vectors-<embedder>.usearch``: the usearch index (its HNSW graph and float16 vectors);
+* ``vectors-<embedder>.usearch``: the usearch index (its HNSW graph and float16 vectors),
+  written only by an index whose graph was built (format 2);
 * ``vectors-<embedder>.rows``: the same vectors as float16 rows in key order after a header
   (magic, a random token, row count, dimension), searched by the C kernel without numpy;
 * ``vectors-<embedder>.meta``: the key map (:class:`Meta`), naming the rows file's token.
@@ -9,10 +10,14 @@ The key map is renamed into place last, so it never names rows of another save; 
 token, count or size disagree with it are not used (the usearch file is searched instead),
 nor are rows beside a usearch file of another save (the key map records its size and
 modification time), so the usearch file is checked as before whenever it may be read.
+A key map of format 3 (:data:`ROWS_ONLY`) was saved without a graph: its rows are the only
+copy of the vectors, any usearch file beside it is stale, and unusable rows mean a rebuild.
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
 import mmap
 import os
 import struct
@@ -25,11 +30,15 @@ from .._errors import EngineError
 from ._lean import kernels
 
 __all__ = [
-    "FORMAT", "Lazy", "Meta", "SavedRows", "best_per_node", "cache_paths", "f16_rows",
-    "map_rows", "usearch_index", "write_files",
+    "FORMAT", "ROWS_ONLY", "KeyMap", "Lazy", "Meta", "SavedRows", "best_per_node",
+    "cache_paths", "f16_rows", "graph_rows", "map_rows", "read_meta", "usearch_index",
+    "write_files",
 ]  # fmt: skip
 
 FORMAT: Final = 2  # 2: key map as arrays, texts decoded lazily; rows optional
+# Saved without a usearch file; a different number, so that a version that predates it
+# rebuilds the cache rather than read a stale usearch file beside it.
+ROWS_ONLY: Final = 3
 _HEADER: Final = struct.Struct("<8s16sQQ")  # magic, token, rows, dim
 _MAGIC: Final = b"EVROWS1\0"
 
@@ -68,10 +77,83 @@ class Lazy(msgspec.Struct):
         return entries, by_node
 
 
+class KeyMap:
+    """Which node and text each vector key stands for: key -> (node, text), node -> {text:
+    key}. A loaded one keeps the saved arrays (:attr:`lazy`) undecoded, enough to count and
+    to name search hits, until something reads or changes it in full."""
+
+    def __init__(self, lazy: Lazy | None = None) -> None:
+        self.lazy = lazy
+        self._entries: dict[int, tuple[str, str]] = {}
+        self._by_node: dict[str, dict[str, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.lazy.keys) if self.lazy is not None else len(self._entries)
+
+    @property
+    def by_node(self) -> dict[str, dict[str, int]]:
+        """node -> {text: key}, decoded on first use."""
+        if self.lazy is not None:
+            self._entries, self._by_node = self.lazy.decode()
+            self.lazy = None
+        return self._by_node
+
+    def node_of(self, key: int) -> str | None:
+        lazy = self.lazy
+        if lazy is None:
+            entry = self._entries.get(key)
+            return entry[0] if entry is not None else None
+        pos = bisect.bisect_left(lazy.keys, key)
+        if pos < len(lazy.keys) and lazy.keys[pos] == key:
+            return lazy.nodes[lazy.node_of[pos]]
+        return None
+
+    def put(self, key: int, node: str, text: str) -> None:
+        self.by_node.setdefault(node, {})[text] = key
+        self._entries[key] = (node, text)
+
+    def pop(self, key: int) -> None:
+        _ = self.by_node  # decoded first
+        node, text = self._entries.pop(key)
+        texts = self._by_node[node]
+        del texts[text]
+        if not texts:
+            del self._by_node[node]
+
+    def meta(self, embedder: str, dim: int, next_key: int, graph: str) -> tuple[Meta, Any]:
+        """The key map to save (with a fresh rows token), and its keys as a numpy array."""
+        import numpy as np
+
+        _ = self.by_node
+        items = sorted(self._entries.items())
+        positions: dict[str, int] = {}
+        node_of = [positions.setdefault(n, len(positions)) for _, (n, _) in items]
+        keys = np.asarray([k for k, _ in items], "<u8")
+        texts = msgspec.Raw(msgspec.msgpack.encode([t for _, (_, t) in items]))
+        meta = Meta(FORMAT, embedder, dim, next_key, keys.tobytes(),
+                    np.asarray(node_of, "<i4").tobytes(), list(positions), texts, graph,
+                    os.urandom(16).hex())  # fmt: skip
+        return meta, keys
+
+
+def read_meta(path: str, embedder: str, dim: int) -> Meta | None:
+    """The key map saved at ``path`` if it is of ``embedder`` and consistent, else None;
+    mapped, not read: its texts (most of the file) stay undecoded in the mapping."""
+    with open(path, "rb") as f:
+        meta = msgspec.msgpack.decode(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), type=Meta)
+    if meta.format not in (FORMAT, ROWS_ONLY) or (meta.embedder, meta.dim) != (embedder, dim):
+        return None
+    keys, node_of = memoryview(meta.keys).cast("Q"), memoryview(meta.node_of).cast("i")
+    if len(node_of) != len(keys) or (len(node_of) and max(node_of) >= len(meta.nodes)):
+        return None
+    return meta
+
+
 class SavedRows(msgspec.Struct):
     """The saved vectors as float16 rows in key order, and the node of each row."""
 
     data: Any  # float16 buffer
+    keys: memoryview  # uint64 per row, ascending
     node_of: memoryview  # int32 per row: position in ``nodes``
     nodes: list[str]
     dim: int
@@ -102,18 +184,21 @@ def usearch_index(dim: int, view: str | None = None) -> Any:
     return index
 
 
-def map_rows(paths: tuple[str, str, str], meta: Meta, node_of: memoryview) -> SavedRows | None:
+def map_rows(
+    paths: tuple[str, str, str], meta: Meta, keys: memoryview, node_of: memoryview
+) -> SavedRows | None:
     """The rows file written with a key map (its token, one row per key, beside the usearch
-    file of the same save), mapped; or None where it is missing or another's, or the
-    kernels that search it are not built."""
+    file of the same save unless it was saved without one), mapped; or None where it is
+    missing or another's, or the kernels that search it are not built."""
     index_path, _, path = paths
     token, dim, nodes = meta.rows, meta.dim, meta.nodes
     if not token or kernels is None:
         return None
     try:
-        st = os.stat(index_path)
-        if (st.st_size, st.st_mtime_ns) != tuple(meta.usearch):
-            return None
+        if meta.format != ROWS_ONLY:
+            st = os.stat(index_path)
+            if (st.st_size, st.st_mtime_ns) != tuple(meta.usearch):
+                return None
         with open(path, "rb") as f:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
@@ -123,27 +208,38 @@ def map_rows(paths: tuple[str, str, str], meta: Meta, node_of: memoryview) -> Sa
         return None
     if _HEADER.unpack_from(data) != (_MAGIC, bytes.fromhex(token), count, dim):
         return None
-    return SavedRows(memoryview(data)[_HEADER.size :], node_of, nodes, dim)
+    return SavedRows(memoryview(data)[_HEADER.size :], keys, node_of, nodes, dim)
 
 
-def write_files(paths: tuple[str, str, str], meta: Meta, index: Any, keys: Any) -> None:
-    """Write the usearch ``index``, its vectors of ``keys`` (the key map's, in order) as rows
-    and the key map under temporary names, then rename them, the key map last."""
+def write_files(
+    paths: tuple[str, str, str], meta: Meta, index: Any, count: int, rows: Iterable[Any]
+) -> None:
+    """Write the usearch ``index`` (None: none, as format :data:`ROWS_ONLY`), ``count``
+    float16 ``rows`` (buffers of whole rows, in the key map's order) and the key map under
+    temporary names, then rename them, the key map last."""
     index_path, meta_path, rows_path = paths
     try:
         os.makedirs(os.path.dirname(index_path), exist_ok=True)
-        index.save(index_path + ".tmp")
-        st = os.stat(index_path + ".tmp")  # a rename keeps both
-        meta.usearch = (st.st_size, st.st_mtime_ns)
+        if index is not None:
+            index.save(index_path + ".tmp")
+            st = os.stat(index_path + ".tmp")  # a rename keeps both
+            meta.usearch = (st.st_size, st.st_mtime_ns)
         with open(rows_path + ".tmp", "wb") as f:
-            f.write(_HEADER.pack(_MAGIC, bytes.fromhex(meta.rows), len(keys), meta.dim))
-            for start in range(0, len(keys), 65536):
-                f.write(f16_rows(index, keys[start : start + 65536]).tobytes())
+            f.write(_HEADER.pack(_MAGIC, bytes.fromhex(meta.rows), count, meta.dim))
+            for chunk in rows:
+                f.write(chunk)
+            if f.tell() != _HEADER.size + 2 * count * meta.dim:
+                raise EngineError(f"{rows_path}: {count} rows expected, the index gave others")
         with open(meta_path + ".tmp", "wb") as f:
             f.write(msgspec.msgpack.encode(meta))
-        os.replace(index_path + ".tmp", index_path)
+        if index is not None:
+            os.replace(index_path + ".tmp", index_path)
         os.replace(rows_path + ".tmp", rows_path)
         os.replace(meta_path + ".tmp", meta_path)
+        if index is None:
+            # Stale now (the key map says so); removed to free the space it takes.
+            with contextlib.suppress(OSError):
+                os.unlink(index_path)
     except (OSError, RuntimeError) as exc:
         raise EngineError(f"{index_path}: could not save the vector index: {exc}") from None
 
@@ -155,6 +251,12 @@ def best_per_node(hits: Iterable[tuple[str, float]], k: int) -> list[tuple[str, 
         if score > best.get(node, -2.0):
             best[node] = score
     return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def graph_rows(index: Any, keys: Any) -> Iterable[Any]:
+    """The float16 rows a usearch ``index`` holds for ``keys``, in chunks."""
+    for start in range(0, len(keys), 65536):
+        yield f16_rows(index, keys[start : start + 65536]).tobytes()
 
 
 def f16_rows(index: Any, keys: Any) -> Any:

@@ -17,14 +17,17 @@ Search: an index opened with its saved float16 rows (:mod:`._vecfiles`), or just
 searched exhaustively over them by a C kernel (:mod:`._lean`), without numpy or usearch
 (exact, deterministic, and what makes a cold route cheap); otherwise through usearch, small
 indexes exhaustively and large ones through the HNSW graph.
+
+The usearch index is built lazily, its HNSW graph being most of the cost of indexing many
+texts: an index built or synced from scratch keeps its vectors as float16 rows
+(:class:`~._staged.Flat`) and saves them as rows only. The first search the kernel does not
+answer (``exact=False``, staged additions, a changed unsaved index, no kernels) builds it
+from those rows; from then on it is kept up to date and saved with the rows.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import mmap
-import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -39,7 +42,7 @@ from ._views import GraphReader, GraphViews
 
 if TYPE_CHECKING:
     from ._embed import Vectors
-    from ._staged import Staged
+    from ._staged import Flat, Staged
 
 __all__ = ["MAX_TEXTS_PER_NODE", "VectorIndex", "node_texts", "sync_to_views", "wanted_texts"]
 
@@ -79,28 +82,42 @@ class VectorIndex:
     def __init__(self, embedder: Embedder, directory: str | None = None) -> None:
         self.embedder = embedder
         self.directory = directory
-        self._entries_map: dict[int, tuple[str, str]] | None = {}
-        self._by_node_map: dict[str, dict[str, int]] = {}
-        # A loaded index stays mapped (usearch ``view``) with its key map undecoded until
-        # something changes it: a cold route searches without reading either in full.
-        self._lazy: files.Lazy | None = None
+        # A loaded index stays mapped (its rows, or usearch's ``view``) with its key map
+        # undecoded until something changes it: a cold route reads neither in full.
+        self._keys = files.KeyMap()
         self._viewed = False
         self._next_key = 1
         self._usearch: Any = None  # created (or mapped) on first use: a cold route needs none
-        self._rows: files.SavedRows | None = (
-            None  # searched by the kernel while the index is unchanged
-        )
+        # True while the vectors are in no usearch index: in ``_flat`` or, while that is
+        # None, in the saved rows ``_source`` (none at all if that is None too).
+        self._graphless = True
+        self._flat: Flat | None = None
+        self._source: files.SavedRows | None = None
+        self._rows: files.SavedRows | None = None  # searched by the kernel while unchanged
         self._staged: Staged | None = None
         self.graph = ""
         """The graph checkpoint generation the index was last synced to ("" if unknown)."""
 
     @property
     def _index(self) -> Any:
-        if self._usearch is None:
-            self._usearch = files.usearch_index(
-                self.embedder.dim, self._paths()[0] if self._viewed else None
-            )
+        """The usearch index: built now from the vectors of a graphless index."""
+        if self._usearch is None and self._graphless:
+            self._usearch = self._flat_store().build(files.usearch_index(self.embedder.dim))
+            self._graphless, self._flat = False, None
+        elif self._usearch is None:
+            path = self._paths()[0] if self._viewed else None
+            self._usearch = files.usearch_index(self.embedder.dim, path)
         return self._usearch
+
+    def _flat_store(self) -> Flat:
+        """The vectors of a graphless index, in memory (the saved rows not copied)."""
+        if self._flat is None:
+            from ._staged import Flat
+
+            rows, dim = self._source, self.embedder.dim
+            self._flat = Flat.of_saved(dim, rows.keys, rows.data) if rows else Flat(dim)
+            self._source = None
+        return self._flat
 
     # -- persistence --------------------------------------------------------------------
     @classmethod
@@ -122,69 +139,53 @@ class VectorIndex:
         return files.cache_paths(self.directory, self.embedder.name)
 
     def _load(self) -> None:
-        index_path, meta_path, _ = self._paths()
-        with open(meta_path, "rb") as f:
-            # Mapped, not read: the texts (most of the file) stay undecoded in the mapping.
-            meta = msgspec.msgpack.decode(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ),
-                                          type=files.Meta)  # fmt: skip
-        if (meta.format, meta.embedder, meta.dim) != (
-            files.FORMAT,
-            self.embedder.name,
-            self.embedder.dim,
-        ):
+        paths = self._paths()
+        meta = files.read_meta(paths[1], self.embedder.name, self.embedder.dim)
+        if meta is None:
             return
-        keys = memoryview(meta.keys).cast("Q")
-        node_of = memoryview(meta.node_of).cast("i")
-        if len(node_of) != len(keys) or (len(node_of) and max(node_of) >= len(meta.nodes)):
-            return
-        rows = files.map_rows(self._paths(), meta, node_of)
+        keys, node_of = memoryview(meta.keys).cast("Q"), memoryview(meta.node_of).cast("i")
+        rows = files.map_rows(paths, meta, keys, node_of)
+        graphless = meta.format == files.ROWS_ONLY
+        if rows is None and graphless:
+            return  # the rows were the only copy of the vectors
         if rows is None:
             # No usable rows: the usearch file is read now and checked as it always was.
             loaded = files.usearch_index(self.embedder.dim)
-            loaded.view(index_path)
+            loaded.view(paths[0])
             if len(loaded) != len(keys):
                 return
             self._usearch = loaded
         self._rows = rows
-        self._viewed = True
+        self._graphless, self._viewed = graphless, not graphless
+        self._source = rows if graphless else None
         self._next_key = meta.next_key
         self.graph = meta.graph
-        self._lazy = files.Lazy(keys, node_of, meta.nodes, meta.texts)
-        self._entries_map = None
+        self._keys = files.KeyMap(files.Lazy(keys, node_of, meta.nodes, meta.texts))
 
     def wants_rows(self) -> bool:
         """Whether saving would let later cold processes search it without numpy."""
         return kernels is not None and self._rows is None and len(self) > 0
 
-    @property
-    def _entries(self) -> dict[int, tuple[str, str]]:
-        """key -> (node, text), decoded from the cache file on first use."""
-        if self._entries_map is None:
-            assert self._lazy is not None
-            self._entries_map, self._by_node_map = self._lazy.decode()
-            self._lazy = None
-        return self._entries_map
+    def _changing(self) -> None:
+        """Before the vectors change: the saved rows go stale (a graphless index's vectors
+        are taken from them first)."""
+        if self._graphless:
+            self._flat_store()
+        self._rows = None
 
-    @property
-    def _by_node(self) -> dict[str, dict[str, int]]:
-        """node -> {text: key}."""
-        if self._entries_map is None:
-            _ = self._entries
-        return self._by_node_map
-
-    def _node_of(self, key: int) -> str | None:
-        lazy = self._lazy
-        if lazy is None:
-            entry = self._entries.get(key)
-            return entry[0] if entry is not None else None
-        pos = bisect.bisect_left(lazy.keys, key)
-        if pos < len(lazy.keys) and lazy.keys[pos] == key:
-            return lazy.nodes[lazy.node_of[pos]]
-        return None
+    def _add_indexed(self, keys: Any, vectors: Any) -> None:
+        if self._graphless:
+            self._changing()
+            self._flat_store().add(keys, vectors)
+            return
+        try:
+            self._writable().add(keys, vectors)
+        except (RuntimeError, ValueError) as exc:
+            raise EngineError(f"adding vectors to the index: {exc}") from None
 
     def _writable(self) -> Any:
         """The usearch index, read in full if it was only mapped (its rows go stale)."""
-        self._rows = None
+        self._changing()
         if self._viewed:
             index_path = self._paths()[0]
             loaded = files.usearch_index(self.embedder.dim)
@@ -192,7 +193,7 @@ class VectorIndex:
                 loaded.load(index_path)
             except (RuntimeError, ValueError) as exc:
                 raise EngineError(f"{index_path}: reading the vector index: {exc}") from None
-            if self._lazy is not None and len(loaded) != len(self._lazy.keys):
+            if self._keys.lazy is not None and len(loaded) != len(self._keys):
                 raise EngineError(f"{index_path}: holds {len(loaded)} vectors, not {len(self)}")
             self._usearch, self._viewed = loaded, False
         return self._index
@@ -210,7 +211,7 @@ class VectorIndex:
             self._staged = None
 
     def flush(self) -> None:
-        """Insert staged vectors into the HNSW graph."""
+        """Insert staged vectors into the HNSW graph (or the rows of a graphless index)."""
         staged = self._staged
         if staged is None or not staged.rows:
             return
@@ -219,50 +220,52 @@ class VectorIndex:
         from ._staged import Staged
 
         keys, vectors = staged.drain()
-        try:
-            self._writable().add(keys, np.ascontiguousarray(vectors))
-        except (RuntimeError, ValueError) as exc:
-            raise EngineError(f"adding vectors to the index: {exc}") from None
+        self._add_indexed(keys, np.ascontiguousarray(vectors))
         self._staged = Staged(self.embedder.dim)
 
     def save(self) -> None:
         """Write the index, its rows and its key map atomically into the cache directory
         (the key map last: it names the rows file it goes with)."""
-        import numpy as np
-
         self.flush()
-        items = sorted(self._entries.items())
-        positions: dict[str, int] = {}
-        node_of = [positions.setdefault(n, len(positions)) for _, (n, _) in items]
-        keys = np.asarray([k for k, _ in items], "<u8")
-        meta = files.Meta(
-            files.FORMAT, self.embedder.name, self.embedder.dim, self._next_key, keys.tobytes(),
-            np.asarray(node_of, "<i4").tobytes(), list(positions),
-            msgspec.Raw(msgspec.msgpack.encode([t for _, (_, t) in items])), self.graph,
-            os.urandom(16).hex(),
-        )  # fmt: skip
+        if kernels is None:
+            # A process without the kernels searches the usearch file: save one.
+            _ = self._index
+        meta, keys = self._keys.meta(
+            self.embedder.name, self.embedder.dim, self._next_key, self.graph
+        )
+        chunks: Iterable[Any]
+        if self._graphless:
+            meta.format = files.ROWS_ONLY
+            graph, chunks = None, [self._flat_store().rows_of(keys)]
+        else:
+            graph = self._index
+            chunks = files.graph_rows(graph, keys)
         paths = self._paths()
-        files.write_files(paths, meta, self._index, keys)
+        files.write_files(paths, meta, graph, len(keys), chunks)
         # Searched from now on as a cold process will search it.
-        self._rows = files.map_rows(paths, meta, memoryview(meta.node_of).cast("i"))
+        self._rows = files.map_rows(
+            paths, meta, memoryview(meta.keys).cast("Q"), memoryview(meta.node_of).cast("i")
+        )
+        if self._graphless and self._rows is not None:
+            self._flat, self._source = None, self._rows  # its vectors are the saved rows again
 
     # -- contents -----------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._lazy.keys) if self._lazy is not None else len(self._entries)
+        return len(self._keys)
 
     def nodes(self) -> frozenset[str]:
         """Nodes with at least one vector."""
-        return frozenset(self._by_node)
+        return frozenset(self._keys.by_node)
 
     def texts(self, node: str) -> tuple[str, ...]:
         """The texts ``node`` has vectors for."""
-        return tuple(self._by_node.get(node, {}))
+        return tuple(self._keys.by_node.get(node, {}))
 
     def sync(self, wanted: Mapping[str, Sequence[str]]) -> tuple[int, int]:
         """Make the index hold exactly ``wanted``; returns (vectors added, vectors removed)."""
         stale = [
             key
-            for node, texts in self._by_node.items()
+            for node, texts in self._keys.by_node.items()
             for text, key in texts.items()
             if text not in wanted.get(node, ())
         ]
@@ -276,7 +279,7 @@ class VectorIndex:
         stale = [
             key
             for node, texts in wanted.items()
-            for text, key in self._by_node.get(node, {}).items()
+            for text, key in self._keys.by_node.get(node, {}).items()
             if text not in texts
         ]
         self._remove_keys(stale)
@@ -290,7 +293,7 @@ class VectorIndex:
         """Add missing (node, text) vectors in one embedding batch; returns how many."""
         pending: list[tuple[str, str]] = []
         for node, texts in items:
-            have = self._by_node.get(node, {})
+            have = self._keys.by_node.get(node, {})
             fresh = (t for t in dict.fromkeys(texts) if t not in have)
             pending.extend((node, t) for t in fresh)
         if not pending:
@@ -299,7 +302,7 @@ class VectorIndex:
 
     def add_vectors(self, node: str, texts: Sequence[str], vectors: Vectors) -> int:
         """Add ``node``'s texts with vectors already computed (row i belongs to text i)."""
-        have = self._by_node.get(node, {})
+        have = self._keys.by_node.get(node, {})
         rows = [i for i, t in enumerate(texts) if t not in have and t not in texts[:i]]
         if not rows:
             return 0
@@ -308,29 +311,24 @@ class VectorIndex:
     def _insert(self, pending: list[tuple[str, str]], vectors: Vectors) -> int:
         import numpy as np
 
-        self._rows = None
         keep = np.flatnonzero(np.linalg.norm(vectors, axis=1) > 0)
         if keep.size == 0:
             return 0
+        self._changing()
         keys = np.arange(self._next_key, self._next_key + keep.size, dtype=np.uint64)
         self._next_key += int(keep.size)
         rows = np.ascontiguousarray(vectors[keep], dtype=np.float32)
         if self._staged is not None:
             self._staged.add(keys.tolist(), rows)
         else:
-            try:
-                self._writable().add(keys, rows)
-            except (RuntimeError, ValueError) as exc:
-                raise EngineError(f"adding vectors to the index: {exc}") from None
+            self._add_indexed(keys, rows)
         for key, row in zip(keys.tolist(), keep.tolist(), strict=True):
-            node, text = pending[row]
-            self._entries[key] = (node, text)
-            self._by_node.setdefault(node, {})[text] = key
+            self._keys.put(key, *pending[row])
         return int(keep.size)
 
     def remove(self, node: str) -> int:
         """Drop every vector of ``node``; returns how many."""
-        keys = list(self._by_node.get(node, {}).values())
+        keys = list(self._keys.by_node.get(node, {}).values())
         self._remove_keys(keys)
         return len(keys)
 
@@ -339,16 +337,14 @@ class VectorIndex:
             return
         import numpy as np
 
-        self._rows = None
+        self._changing()
         indexed = self._staged.discard(keys) if self._staged is not None else list(keys)
-        if indexed:
+        if self._graphless:
+            self._flat_store().remove(indexed)
+        elif indexed:
             self._writable().remove(np.asarray(indexed, dtype=np.uint64))
         for key in keys:
-            node, text = self._entries.pop(key)
-            texts = self._by_node[node]
-            del texts[text]
-            if not texts:
-                del self._by_node[node]
+            self._keys.pop(key)
 
     # -- search -------------------------------------------------------------------------
     def search_text(self, text: str, k: int = 5) -> list[tuple[str, float]]:
@@ -389,7 +385,8 @@ class VectorIndex:
                 (int(key), 1.0 - float(distance))
                 for key, distance in zip(found.keys.tolist(), found.distances.tolist(), strict=True)
             ]
-        named = [(node, score) for key, score in hits if (node := self._node_of(key)) is not None]
+        node_of = self._keys.node_of
+        named = [(node, score) for key, score in hits if (node := node_of(key)) is not None]
         return files.best_per_node(named, k)
 
     def vector_of(self, text: str) -> Vectors:
