@@ -15,7 +15,8 @@ import msgspec
 import numpy as np
 import pytest
 from evolog.advice.routing._router import Router
-from evolog.eventlog import DreamBegin, DreamEnd, EventLog, Node
+from evolog.dream._cycle import dream
+from evolog.eventlog import Attempt, DreamBegin, DreamEnd, EventLog, Node, Outcome, Step
 from evolog.projections import _usearch
 from evolog.projections.graph import _lean, _vecfiles, _vectors
 from evolog.projections.graph._embed import HashingEmbedder
@@ -258,3 +259,41 @@ def test_flat_rows_are_the_float16_values_usearch_holds() -> None:
     kept = np.isin(keys, [7, 300], invert=True)
     assert np.array_equal(held, keys[kept])
     assert rows.tobytes() == _vecfiles.f16_rows(index, keys[kept]).tobytes()
+
+
+def _traces(prefix: str, n: int, seed: int) -> list[Any]:
+    rng = random.Random(seed)
+    events: list[Any] = []
+    for i in range(n):
+        tid = f"{prefix}{i}"
+        task = " ".join(rng.sample(MEMORY_WORDS[:8], 3))  # few words: similar tasks merge
+        events.append(Attempt(id=tid, action_id=tid, task=task, agent="a"))
+        for k, action in enumerate(rng.sample(["restart", "retry", "rebuild", "pin"], 2)):
+            events.append(Step(action_id=tid, index=k, action=action, result="done", ok=True))
+        events.append(Outcome(action_id=tid, status="success"))
+    return events
+
+
+def test_a_dream_after_a_route_built_the_cache_lazily_dreams_as_after_an_eager_one(
+    tmp_path: Path,
+) -> None:
+    embedder = HashingEmbedder(64)
+    results = []
+    for name in ("rows-only", "with-graph"):
+        with EventLog(tmp_path / name, create=True, durability="none") as log:
+            log.append_many(_traces("a", 40, 1))
+            dream(log, embedder=embedder)  # its merge searches built the usearch index
+            if name == "rows-only":
+                for path in (tmp_path / name / "cache").glob("vectors-*"):
+                    path.unlink()
+                Router.from_log(log, embedder=embedder)  # the index rebuilt, as rows only
+            assert _meta(tmp_path / name / "cache").format == (
+                _vecfiles.ROWS_ONLY if name == "rows-only" else _vecfiles.FORMAT
+            )
+            log.append_many(_traces("b", 40, 2))
+            report = dream(log, embedder=embedder)
+            router = Router.from_log(log, embedder=embedder)
+            routes = [msgspec.to_builtins(router.route(q)) for q in QUERIES]
+            results.append((msgspec.to_builtins(report), routes))
+    assert results[0] == results[1]
+    assert results[0][0]["cycles"][0]["nodes_merged"] > 0
