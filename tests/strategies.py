@@ -36,6 +36,9 @@ Public strategies:
 - :func:`evolve_items`, :func:`evolve_steps`, :func:`evolve_pipelines`: staging views of
   memory items and small deterministic evolution strategies (:class:`ToyStep`) composed
   with ``>>`` and ``|``, for the pipeline algebra;
+- :func:`written_lessons`: model-like written lessons of two kinds over a few dozen words,
+  fresh ones, rewordings of earlier ones and their prohibitions ("do not ..."), for the
+  word-alignment dedup;
 - :func:`avro_records`: records of every Avro type the Iceberg manifest reader decodes
   (long, nullable string, boolean, double, fixed, array, map, enum, a named type reused).
 
@@ -629,6 +632,46 @@ def evolve_items(draw: st.DrawFn, max_size: int = 6) -> list[Any]:
         )
         for n, i in enumerate(chosen)
     ]
+
+
+LESSON_WORDS = (
+    "run", "database", "migrations", "before", "switching", "traffic", "pods", "column",
+    "cache", "node_modules", "lockfile", "hash", "builds", "pin", "numpy", "pandas", "upgrade",
+    "test", "flaky", "clock", "frozen", "fake", "deploy", "rollback", "release", "index",
+    "query", "slow", "timeout", "retry", "network", "secrets", "repository", "commit", "logs",
+    "restart", "service", "memory", "leak", "profile",
+)  # fmt: skip
+
+
+@st.composite
+def written_lessons(draw: st.DrawFn, max_size: int = 10) -> list[tuple[str, str]]:
+    """(kind, text) pairs: written lessons (never the offline templates), each fresh (3-9
+    words of :data:`LESSON_WORDS`), an earlier one with a word dropped, added or swapped, the
+    same again, or its prohibition."""
+    out: list[tuple[str, str]] = []
+    words = st.sampled_from(LESSON_WORDS)
+    for _ in range(draw(st.integers(min_value=0, max_value=max_size))):
+        kind = draw(st.sampled_from(("success", "failure")))
+        how = draw(st.sampled_from(("fresh", "fresh", "reword", "same", "forbid")) if out
+                   else st.just("fresh"))  # fmt: skip
+        if how == "fresh":
+            text = " ".join(draw(st.lists(words, min_size=3, max_size=9)))
+        else:
+            old = draw(st.sampled_from(out))[1].split()
+            if how == "reword":
+                at = draw(st.integers(min_value=0, max_value=len(old)))
+                change = draw(st.sampled_from(("drop", "add", "swap")))
+                if change == "drop" and len(old) > 1:
+                    del old[min(at, len(old) - 1)]
+                elif change == "swap" and at < len(old):
+                    old[at] = draw(words)
+                else:
+                    old.insert(at, draw(words))
+            elif how == "forbid":
+                old = ["do", "not", *old]
+            text = " ".join(old)
+        out.append((kind, text.capitalize() + "."))
+    return out
 
 
 def _toy_step_class() -> type[Any]:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from ._align import Aligner, check_rule, templated, threshold_for
+from ._align import NEAREST, Aligner, check_rule, templated, threshold_for
 from ._guard import may_merge
 from ._items import EvolveContext, EvolveItem
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
@@ -121,12 +121,15 @@ def dedup(
     threshold: float,
     embedder: Embedder | None,
     rule: str = "align",
+    *,
+    nearest: int = NEAREST,
 ) -> list[EvolveItem]:
     """Drop entries that repeat an older one; the older absorbs each (its ``sources``).
 
     With ``rule="align"`` and an embedder that has a fitted threshold, written entries
     (not the offline templates) are compared by word alignment (:mod:`._align`) with each
-    other only, the best-matching kept entry absorbing; the rest as the seed says.
+    other only, the best-matching kept entry absorbing, each scored against its ``nearest``
+    kept ones at most (:meth:`._align.Aligner.nearest`); the rest as the seed says.
     """
     entries = sorted((k for k, i in enumerate(pool) if TAG in i.tags), key=lambda k: pool[k].seq)
     if len(entries) < 2:
@@ -136,7 +139,7 @@ def dedup(
     if aligned is not None and embedder is not None:
         written = [k for k in entries if not templated(pool[k].text)]
         entries = [k for k in entries if templated(pool[k].text)]
-        keep_of |= _aligned(pool, written, embedder, aligned)
+        keep_of |= _aligned(pool, written, embedder, aligned, nearest)
     if len(entries) < 2:
         return absorb(pool, {k: keeper for k, keeper in keep_of.items() if keeper != k})
     if embedder is None:
@@ -157,20 +160,25 @@ def dedup(
 
 
 def _aligned(
-    pool: Sequence[EvolveItem], written: list[int], embedder: Embedder, threshold: float
+    pool: Sequence[EvolveItem],
+    written: list[int],
+    embedder: Embedder,
+    threshold: float,
+    nearest: int,
 ) -> dict[int, int]:
-    """Written entry -> the kept one it repeats (the best match at or above ``threshold``)."""
+    """Written entry -> the kept one it repeats (the best match at or above ``threshold``
+    among its nearest kept entries, :meth:`._align.Aligner.nearest`)."""
     keep_of: dict[int, int] = {}
     if not written:
         return keep_of
-    aligner = Aligner([pool[k].text for k in written], embedder)
-    kept: list[int] = []  # positions in ``written``
+    aligner = Aligner([pool[k].text for k in written], embedder, nearest)
+    kept = np.zeros(len(written), dtype=bool)  # by position in ``written``
     for pos, k in enumerate(written):
         found = aligner.matches(pos, kept, threshold)
         if found:
             keep_of[k] = written[found[0]]
         else:
-            kept.append(pos)
+            kept[pos] = True
     return keep_of
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from ._align import Aligner, check_rule, templated, threshold_for
+from ._align import NEAREST, Aligner, check_rule, templated, threshold_for
 from ._guard import may_merge
 from ._items import EvolveContext, EvolveItem, Model
 from ._learn import absorb, actions, derived_id, failure, goal, learnable
@@ -209,12 +209,16 @@ def dedup(
     threshold: float,
     embedder: Embedder | None = None,
     rule: str = "align",
+    *,
+    nearest: int = NEAREST,
 ) -> list[EvolveItem]:
     """Patterns with the newer of each duplicate pair kept, absorbing the older.
 
     With ``rule="align"`` and an embedder that has a fitted threshold, written patterns
     (not the offline templates) of the same kind are compared by word alignment of their
-    contents (:mod:`._align`) with each other only; the rest as below (the seed's rule).
+    contents (:mod:`._align`) with each other only, each against its ``nearest`` alive
+    patterns of its kind at most (:meth:`._align.Aligner.nearest`); the rest as below (the
+    seed's rule).
 
     Both ``when_to_use`` and the content must match: over the two joined, a pattern for
     another task with the same steps matched too (precision 0.67 on bench/bench_evolve.py's
@@ -232,7 +236,7 @@ def dedup(
     if aligned is not None and embedder is not None:
         written = [k for k in order if not templated(pool[k].text)]
         order = [k for k in order if templated(pool[k].text)]
-        winner |= _aligned(pool, written, embedder, aligned)
+        winner |= _aligned(pool, written, embedder, aligned, nearest)
     when_counts, when_len = _counts([pool[k].when_to_use for k in order])
     what_counts, what_len = _counts([pool[k].text for k in order])
     kinds: dict[str, int] = {}
@@ -262,22 +266,26 @@ def dedup(
 
 
 def _aligned(
-    pool: Sequence[EvolveItem], written: list[int], embedder: Embedder, threshold: float
+    pool: Sequence[EvolveItem],
+    written: list[int],
+    embedder: Embedder,
+    threshold: float,
+    nearest: int,
 ) -> dict[int, int]:
     """Written pattern -> the newer one of its kind that superseded it (scoring at least
-    ``threshold`` with it when it came)."""
+    ``threshold`` with it when it came, and among its nearest, :meth:`._align.Aligner.nearest`)."""
     winner: dict[int, int] = {}
     if not written:
         return winner
-    aligner = Aligner([pool[k].text for k in written], embedder)
-    alive: list[int] = []  # positions in ``written``
+    aligner = Aligner([pool[k].text for k in written], embedder, nearest)
+    kinds: dict[str, int] = {}
+    kind = np.array([kinds.setdefault(pool[k].pattern, len(kinds)) for k in written])
+    alive = np.zeros(len(written), dtype=bool)  # by position in ``written``
     for pos, k in enumerate(written):
-        same = [a for a in alive if pool[written[a]].pattern == pool[k].pattern]
-        gone = set(aligner.matches(pos, same, threshold))
-        for a in gone:
+        for a in sorted(aligner.matches(pos, alive[:pos] & (kind[:pos] == kind[pos]), threshold)):
             winner[written[a]] = k
-        alive = [a for a in alive if a not in gone]
-        alive.append(pos)
+            alive[a] = False
+        alive[pos] = True
     return winner
 
 
