@@ -72,10 +72,10 @@ THRESHOLDS: Final = {"wordllama-l2-256": 0.504, "hashing-1024": 0.423}
 # in the labelled sets is at 0.374 at least with hashing, 0.479 with wordllama).
 PREFILTER: Final = 0.2
 # A new lesson is scored against this many kept lessons at most, its nearest by pooled cosine
-# that pass the prefilter: about half of all pairs of model-like lessons pass it, so without
-# a bound a first run over 1e4 written lessons scores ~2.5e7 pairs (minutes). Among 1e4
-# model-like lessons every labelled duplicate the rule merges is within the 16 nearest of its
-# partner (3 with hashing), 35 at 3e4 (bench/bench_dedup_scale.py --ranks, bench/RESULTS.md).
+# that pass the prefilter: a third of the pairs of model-like lessons pass it (wordllama), so
+# without a bound a first run over 1e4 written lessons scored 1.4e7 pairs (250 s CPU). Among
+# 1e4 model-like lessons every labelled duplicate the rule merges is within the 16 nearest of
+# its partner (3 with hashing), 35 at 3e4 (bench/bench_dedup_scale.py --ranks, RESULTS.md).
 NEAREST: Final = 64
 # Rows compared with every row before them in one matrix product: 128 rows against 1e5
 # earlier ones hold 51 MB of cosines.
