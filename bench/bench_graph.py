@@ -10,11 +10,18 @@ nodes; an outcome naming every tenth node), sealed. Then, in fresh processes:
   run: fold every dream event (``load_memgraph``), sync the vector index against every live
   node, then route, or render every node and print.
 
+With ``--attempts N``, N attempts and their outcomes (every other one naming a node) are
+appended to each store after it is built, and three more figures are taken: a cold route with
+nothing new, and a cold route right after ONE more attempt, or one more outcome of an attempt
+that no node counts (appended before each timed run, outside the timing). Those are what the
+checkpoint's journal of small deltas is for (:mod:`evolog.projections.graph._journal`).
+
 Prints the median of ``--repeat`` runs of each: wall time, and the CPU time (user + system)
 the child process used, which a loaded machine distorts less. The default size is small; the
-figures in bench/RESULTS.md come from ``--sizes 10000,100000``.
+figures in bench/RESULTS.md come from ``--sizes 10000,100000`` and
+``--sizes 10000 --attempts 100000``.
 
-    .venv/bin/python bench/bench_graph.py [--sizes 2000] [--repeat 5] [--keep DIR]
+    .venv/bin/python bench/bench_graph.py [--sizes 2000] [--attempts 0] [--repeat 5] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -28,11 +35,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evolog.eventlog import (
+    Attempt,
     ChildStep,
     Constraint,
     DreamBegin,
@@ -102,6 +111,24 @@ def build(path: str, nodes: int, seed: int = 7) -> None:
         log.seal()
 
 
+def add_attempts(path: str, count: int, nodes: int, seed: int = 11) -> None:
+    """Append ``count`` attempts, each with an outcome (every other one naming a node)."""
+    rng = random.Random(seed)
+    with EventLog(path, durability="none", auto_seal="off") as log:
+        batch: list[Event] = []
+        for j in range(count):
+            action = f"bench-act-{j:08d}"
+            batch.append(Attempt(action_id=action, task=f"{rng.choice(_VERBS)} {j}"))
+            named = [f"node-{rng.randrange(nodes):08d}"] if j % 2 == 0 else []
+            status = rng.choice(("success", "failed"))
+            batch.append(Outcome(action_id=action, status=status, decided_by=named))
+            if len(batch) >= 20_000:
+                log.append_many(batch)
+                batch = []
+        log.append_many(batch)
+        log.seal()
+
+
 _OLD_ROUTE = """
 import sys
 from evolog.advice.routing._router import Router
@@ -157,6 +184,43 @@ def _median(cmd: list[str], repeat: int) -> tuple[float, float]:
     return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
 
 
+def _median_after(
+    cmd: list[str], repeat: int, before: Callable[[int], None]
+) -> tuple[float, float]:
+    """Like :func:`_median`, with ``before(i)`` run ahead of each run, outside the timing."""
+    before(-1)
+    _run(cmd)
+    runs = []
+    for i in range(repeat):
+        before(i)
+        runs.append(_run(cmd))
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+
+
+def measure_tries(store: str, repeat: int) -> dict[str, tuple[float, float]]:
+    """Cold routes with nothing new, after one more attempt, after one more outcome."""
+    cli = [sys.executable, "-m", "evolog", "--store", store, "route", TASK]
+    _run(cli)  # brings every checkpoint to the head
+    pending: list[str] = []
+
+    def attempt(i: int) -> None:
+        with EventLog(store, durability="none", auto_seal="off") as log:
+            action = f"bench-more-{os.getpid()}-{time.monotonic_ns()}"
+            log.append(Attempt(action_id=action, task="one more"))
+            pending.append(action)
+
+    def outcome(i: int) -> None:
+        with EventLog(store, durability="none", auto_seal="off") as log:
+            log.append(Outcome(action_id=pending.pop(), status="success"))
+
+    out = {"route, nothing new": _median(cli, repeat)}
+    out["route after one more attempt"] = _median_after(cli, repeat, attempt)
+    out["route after one more outcome (of an attempt no node counts)"] = _median_after(
+        cli, repeat, outcome
+    )
+    return out
+
+
 def measure(store: str, repeat: int) -> dict[str, tuple[float, float]]:
     cli = [sys.executable, "-m", "evolog", "--store", store]
     out = {"first route (writes the checkpoint, embeds every node)": _run([*cli, "route", TASK])}
@@ -170,18 +234,23 @@ def measure(store: str, repeat: int) -> dict[str, tuple[float, float]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", default="2000", help="comma-separated node counts")
+    p.add_argument("--attempts", type=int, default=0, help="attempts appended after build")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--keep", help="build the stores under this directory and keep them")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         root = args.keep or tmp
         for size in (int(s) for s in args.sizes.split(",")):
-            store = os.path.join(root, f"graph-{size}")
+            tail = f"-{args.attempts}" if args.attempts else ""
+            store = os.path.join(root, f"graph-{size}{tail}")
             if not os.path.exists(store):
                 start = time.perf_counter()
                 build(store, size)
+                if args.attempts:
+                    add_attempts(store, args.attempts, size)
                 print(f"{size} nodes: built in {time.perf_counter() - start:.1f} s", flush=True)
-            for name, (wall, cpu) in measure(store, args.repeat).items():
+            figures = measure_tries if args.attempts else measure
+            for name, (wall, cpu) in figures(store, args.repeat).items():
                 figures = f"{wall * 1000:8.0f} ms  (cpu {cpu * 1000:.0f} ms)"
                 print(f"{size:>7} nodes  {name:<55} {figures}", flush=True)
     return 0

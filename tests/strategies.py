@@ -505,7 +505,13 @@ GRAPH_CYCLES = ("c1", "c2", "c3")
 GRAPH_ACTIONS = ("views", "memgraph", "none", "seal")
 
 
-def _graph_event(draw: st.DrawFn, n: int, attempted: set[str]) -> Event:
+#: Mostly attempts and outcomes (what the graph checkpoint journals), dream events between.
+TRY_MIX = "AAAAOOOOOONNMPCBE"
+
+
+def _graph_event(
+    draw: st.DrawFn, n: int, attempted: set[str], mix: str = "NNNSSLCCKMMPBEOOOAAAR"
+) -> Event:
     node = st.sampled_from(GRAPH_NODES)
     trace = st.sampled_from(GRAPH_TRACES)
     traces = st.lists(trace, max_size=2)
@@ -513,7 +519,7 @@ def _graph_event(draw: st.DrawFn, n: int, attempted: set[str]) -> Event:
     cycle = draw(st.sampled_from(GRAPH_CYCLES))
     eid = f"e{n}"
     # Retractions are rare: each one makes the checkpoint rebuild.
-    kind = draw(st.sampled_from([*"NNNSSLCCKMMPBEOOOAAA", "R"]))
+    kind = draw(st.sampled_from(mix))
     if kind == "N":
         goal = draw(st.sampled_from(["fix the import", "flaky test", ""]))
         return Node(id=eid, cycle=cycle, node=draw(node), goal=goal,
@@ -562,17 +568,18 @@ def _graph_event(draw: st.DrawFn, n: int, attempted: set[str]) -> Event:
 
 @st.composite
 def memgraph_histories(
-    draw: st.DrawFn, max_batches: int = 5, max_batch: int = 8
+    draw: st.DrawFn, max_batches: int = 5, max_batch: int = 8, mix: str | None = None
 ) -> list[tuple[list[Event], str]]:
     """Batches of memory-graph events (ids ``e0``, ``e1``, ...; attempts are the traces
-    ``t1``-``t3`` nodes name, then ``e<n>``) with an action each, one of :data:`GRAPH_ACTIONS`."""
+    ``t1``-``t3`` nodes name, then ``e<n>``) with an action each, one of :data:`GRAPH_ACTIONS`;
+    ``mix``: the kinds drawn from, one letter an event (:data:`TRY_MIX`: mostly tries)."""
     out: list[tuple[list[Event], str]] = []
     n = 0
     attempted: set[str] = set()
     for _ in range(draw(st.integers(1, max_batches))):
         batch = []
         for _ in range(draw(st.integers(1, max_batch))):
-            batch.append(_graph_event(draw, n, attempted))
+            batch.append(_graph_event(draw, n, attempted, *([mix] if mix else [])))
             n += 1
         out.append((batch, draw(st.sampled_from(GRAPH_ACTIONS))))
     return out

@@ -6,9 +6,11 @@
 applies only the events appended since, like the edge and ledger checkpoints:
 
 * nothing new: nothing is decoded; ``route`` reads a few views, ``graph`` concatenates them;
-* new events the fold does not keep (outcomes that end no attempt and name no node): only
-  the head moves; attempts and their outcomes are folded, since they count for the nodes
-  dreamed from them (now, or in a dream to come);
+* new events that change no view (attempts, and outcomes that name no node and end no
+  attempt a node counts) are appended to the journal beside the state file, without reading
+  or writing the state: attempts and their outcomes are kept, since they count for the
+  nodes dreamed from them (now, or in a dream to come), and folded into a new state file
+  once the journal outgrows its bound, or with the next events that change a view;
 * otherwise the state is read (records decoded only where the new events touch them), the
   events folded in, and the views of the nodes they changed rendered again (a node's view
   covers everything merged into it, so the nodes it was merged into change with it);
@@ -23,27 +25,14 @@ a rebuild, never an answer.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import zlib
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from typing import Final
+from collections.abc import Callable, Container, Iterable, Sequence
+from typing import Final, NamedTuple
 
 import msgspec
-from evolog.eventlog import (
-    AnyEvent,
-    Attempt,
-    ChildStep,
-    Constraint,
-    EventLog,
-    Link,
-    Merge,
-    Node,
-    Outcome,
-    Prune,
-    Retraction,
-    Snapshot,
-)
+from evolog.eventlog import AnyEvent, Attempt, EventLog, Node, Outcome, Retraction, Snapshot
+from msgspec.structs import replace
 
 from ._checkpoint import (
     FORMAT,
@@ -51,15 +40,31 @@ from ._checkpoint import (
     Head,
     IndexFile,
     StateFile,
+    counted_body,
     graph_of,
+    locked,
     new_generation,
+    read_counted,
     read_head,
     read_index,
     read_state,
     state_of,
     write_atomic,
+    write_counted,
 )
-from ._delta import events_after, mark_at
+from ._delta import (
+    JOURNAL_BOUND,
+    Journal,
+    append_journal,
+    dirty_nodes,
+    ended_attempts,
+    entry_frame,
+    events_after,
+    journal_actions,
+    journal_events,
+    mark_at,
+    read_journal,
+)
 from ._memgraph import MEMGRAPH_KINDS, MemGraph, load_memgraph
 from ._views import GraphViews, render_view
 
@@ -113,84 +118,137 @@ class GraphCache:
     # -- refreshing ---------------------------------------------------------------------
     def _advance(self, snap: Snapshot, *, want_state: bool) -> tuple[Head, MemGraph | None]:
         head_seq = snap.head_seq
-        head = self._valid_head(snap, head_seq)
-        if head is None:
+        found = self._open(snap, head_seq)
+        if found is None:
             return self._rebuild(snap)
+        base, journal, head = found
         try:
             if head.applied == head_seq:
-                return head, self._state(head) if want_state else None
+                return head, self._state(found) if want_state else None
             delta = events_after(snap, head.applied, _DELTA_KINDS)
             if any(isinstance(e, Retraction) for e in delta):
                 return self._rebuild(snap)
-            # One read of the state file serves both the check and the fold.
+            # One read of the state file serves the check, the fold and the answer.
             state: list[StateFile] = []
 
             def read() -> StateFile:
                 if not state:
-                    state.append(read_state(self.dir, head))
+                    state.append(read_state(self.dir, base))
                 return state[0]
 
-            if not want_state and not self._touches(head, delta, read):
-                return self._move(snap, head, head_seq, delta), None
-            graph = graph_of(read(), head.last_seq)
+            kept = self._journalable(found, delta, read)
+            if kept is not None:
+                last_seq = max([head.last_seq, *(e.seq for e in delta)])
+                mark = mark_at(snap, head_seq, None)
+                frame = entry_frame(head_seq, mark, last_seq, kept)
+                # Past the bound the journal is folded into a new state file (below).
+                if journal.size + len(frame) <= JOURNAL_BOUND:
+                    moved = replace(head, applied=head_seq, last=mark, last_seq=last_seq)
+                    self._append(base, journal, frame)
+                    if not want_state:
+                        return moved, None
+                    graph = self._state(found, state=read()).apply_all(delta)
+                    return moved, graph
+            graph = self._state(found, state=read())
             ended = ended_attempts(graph, delta)
             graph.apply_all(delta)
             if graph.stale:  # pragma: no cover - retractions rebuild above
                 return self._rebuild(snap)
             changed = dirty_nodes(graph, delta, ended)
-            index = read_index(self.dir, head)
-            return self._write(snap, head_seq, graph, changed, (head, index)), graph
+            # Every attempt a node may have come to count through these events.
+            fresh = [*ended, *(t for e in delta if isinstance(e, Node) for t in e.traces)]
+            index = read_index(self.dir, base)
+            return self._write(snap, head_seq, graph, changed, (base, index), fresh), graph
         except Damaged:
             return self._rebuild(snap)
 
-    def _valid_head(self, snap: Snapshot, head_seq: int) -> Head | None:
-        head = read_head(self.dir)
-        if head is None or head.format != FORMAT or head.applied > head_seq:
+    def _open(self, snap: Snapshot, head_seq: int) -> _Found | None:
+        """The checkpoint as found: its head, its journal, and where the two bring it."""
+        base = read_head(self.dir)
+        if base is None or base.format != FORMAT or base.applied > head_seq:
             return None
+        journal = read_journal(self._journal_path(base), base.applied)
+        # A journal that goes past this snapshot (another process appended after it was
+        # taken) is read up to it: each prefix of the journal is a checkpoint.
+        entries = [e for e in journal.entries if e.applied <= head_seq]
+        if len(entries) < len(journal.entries):
+            journal = Journal(entries, -1)  # not where the next entry goes: never appended to
+        head = base
+        if entries:
+            last = entries[-1]
+            head = replace(base, applied=last.applied, last=last.last, last_seq=last.last_seq)
         for known in (head.first, head.last):
             if known.seq and mark_at(snap, known.seq, known).id != known.id:
                 return None  # another log now lives at this path
-        return head
+        return _Found(base, journal, head)
 
-    def _state(self, head: Head) -> MemGraph:
-        return graph_of(read_state(self.dir, head), head.last_seq)
+    def _journal_path(self, base: Head) -> str:
+        return os.path.join(self.dir, f"journal-{base.state_generation}.bin")
 
-    def _touches(
-        self, head: Head, delta: Sequence[AnyEvent], state: Callable[[], StateFile]
-    ) -> bool:
-        """Whether the new events must be folded: all but outcomes that name no node and end
-        no attempt (an attempt's outcomes count for the nodes dreamed from it, now or in a
-        dream to come, so attempts are folded too)."""
+    def _state(self, found: _Found, state: StateFile | None = None) -> MemGraph:
+        """The graph at ``found``'s head: its state file, then its journal."""
+        base, journal, head = found
+        graph = graph_of(read_state(self.dir, base) if state is None else state, base.last_seq)
+        graph.apply_all(journal_events(journal))
+        # Outcomes that changed nothing are not journaled, only their seq.
+        graph.last_seq = head.last_seq
+        return graph
+
+    def _journalable(
+        self, found: _Found, delta: Sequence[AnyEvent], state: Callable[[], StateFile]
+    ) -> list[Attempt | Outcome] | None:
+        """The new events to journal, or None when they may change a view. An attempt changes
+        none, nor does an outcome that names no node unless a node counts its attempt (a
+        trace of the node, or credited to it); one that also ends no attempt changes nothing
+        and is left out."""
+        base, journal, _ = found
+        kept: list[Attempt | Outcome] = []
+        newer: dict[str, str] = {}  # action id -> its newest attempt among the new events
+        journaled: dict[str, str] | None = None  # ... and in the journal (decoded if needed)
         ids: set[str] | None = None
-        actions: Collection[str] | None = None
+        counted: Container[str] | None = None
         for e in delta:
+            if isinstance(e, Attempt):
+                newer[e.action_id or e.id] = e.id
+                kept.append(e)
+                continue
             if not isinstance(e, Outcome):
-                return True
-            if e.action_id:
-                if actions is None:
-                    actions = state().actions
-                if e.action_id in actions:
-                    return True
+                return None
             refs = [*e.decided_by, *e.supported_by]
             if refs:
                 if ids is None:
-                    ids = set(read_index(self.dir, head).ids)
+                    ids = set(read_index(self.dir, base).ids)
                 if not ids.isdisjoint(refs):
-                    return True
-        return False
+                    return None
+            if not e.action_id:
+                continue
+            attempt = newer.get(e.action_id)
+            if attempt is None:
+                if journaled is None:
+                    journaled = journal_actions(journal)
+                attempt = journaled.get(e.action_id) or state().actions.get(e.action_id)
+            if attempt is None:
+                continue
+            if counted is None:
+                counted = read_counted(self.dir, base) or state().counted_in
+            if attempt in counted:
+                return None
+            kept.append(e)
+        return kept
 
-    def _move(self, snap: Snapshot, head: Head, head_seq: int, delta: Sequence[AnyEvent]) -> Head:
-        last_seq = max([head.last_seq, *(e.seq for e in delta)])
-        moved = msgspec.structs.replace(
-            head, applied=head_seq, last=mark_at(snap, head_seq, None), last_seq=last_seq
-        )
-        self._save_head(moved)
-        return moved
+    def _append(self, base: Head, journal: Journal, frame: bytes) -> None:
+        """Append a frame to the journal of ``base`` if it is still the head."""
+        if journal.size < 0:
+            return
+        # Not written: the next call folds the events again from the log.
+        with contextlib.suppress(OSError), locked(os.path.join(self.dir, "write.lock")):
+            if read_head(self.dir) == base:
+                append_journal(self._journal_path(base), base.applied, journal, frame)
 
     def _rebuild(self, snap: Snapshot) -> tuple[Head, MemGraph]:
         head_seq = snap.head_seq
         graph = load_memgraph(self.log, as_of=head_seq)
-        return self._write(snap, head_seq, graph, set(), None), graph
+        return self._write(snap, head_seq, graph, set(), None, ()), graph
 
     # -- writing ------------------------------------------------------------------------
     def _write(
@@ -200,12 +258,15 @@ class GraphCache:
         graph: MemGraph,
         changed: set[str],
         old: tuple[Head, IndexFile] | None,
+        fresh: Iterable[str],
     ) -> Head:
         """Write a new generation (views of ``changed`` and of new nodes rendered, the
-        others copied from ``old``), then the head that names it."""
+        others copied from ``old``), then the head that names it; ``fresh``: the attempts
+        nodes may count that ``old``'s counted file does not have."""
         ids = list(graph._nodes)
+        counted = self._counted(graph, None if old is None else old[0], fresh)
         if old is not None and not changed and ids == old[1].ids:
-            return self._write_state(snap, head_seq, graph, old[0])
+            return self._write_state(snap, head_seq, graph, old[0], counted)
         before = None if old is None else GraphViews.open(self.dir, old[0], old[1])
         rows = {node: i for i, node in enumerate(ids)}
         chunks: list[bytes | memoryview] = []
@@ -249,12 +310,11 @@ class GraphCache:
         )  # fmt: skip
         try:
             os.makedirs(self.dir, exist_ok=True)
-            # Writers take turns, so one's sweep never removes the files another has
-            # written but not yet named in the head.
-            with _locked(os.path.join(self.dir, "write.lock")):
+            with locked(os.path.join(self.dir, "write.lock")):
                 write_atomic(self.dir, f"views-{gen}.bin", chunks)
                 write_atomic(self.dir, f"index-{gen}.msgpack", [index_bytes])
                 write_atomic(self.dir, f"state-{gen}.msgpack", [state_bytes])
+                write_counted(self.dir, gen, counted)
                 write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
                 self._sweep(
                     keep={gen, head.previous, "" if old is None else old[0].state_generation}
@@ -265,25 +325,31 @@ class GraphCache:
             self._memory = (head, GraphViews(head, index, b"".join(chunks)))
         return head
 
-    def _write_state(self, snap: Snapshot, head_seq: int, graph: MemGraph, old: Head) -> Head:
+    def _write_state(
+        self, snap: Snapshot, head_seq: int, graph: MemGraph, old: Head, counted: bytes
+    ) -> Head:
         """Write only a new state and a head that keeps ``old``'s views (no view changed)."""
         state_bytes = msgspec.msgpack.encode(state_of(graph))
-        head = msgspec.structs.replace(
+        head = replace(
             old, applied=head_seq, last=mark_at(snap, head_seq, None), last_seq=graph.last_seq,
             cycles=len(graph._cycles), state_generation=new_generation(),
             state_crc=zlib.crc32(state_bytes),
         )  # fmt: skip
         # Not written: the next call folds the events again; the views are still on disk.
-        with contextlib.suppress(OSError), _locked(os.path.join(self.dir, "write.lock")):
+        with contextlib.suppress(OSError), locked(os.path.join(self.dir, "write.lock")):
             write_atomic(self.dir, f"state-{head.state_generation}.msgpack", [state_bytes])
+            write_counted(self.dir, head.state_generation, counted)
             write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
             keep = {head.generation, head.previous, head.state_generation, old.state_generation}
             self._sweep(keep=keep)
         return head
 
-    def _save_head(self, head: Head) -> None:
-        with contextlib.suppress(OSError), _locked(os.path.join(self.dir, "write.lock")):
-            write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
+    def _counted(self, graph: MemGraph, old: Head | None, fresh: Iterable[str]) -> bytes:
+        """The counted file of ``graph``: ``old``'s with ``fresh`` added, or all of them."""
+        known = None if old is None else read_counted(self.dir, old)
+        if known is None:
+            return counted_body(graph._counted_in, None)
+        return counted_body(fresh, known)
 
     def _sweep(self, keep: Iterable[str]) -> None:
         """Remove the files of generations other than ``keep`` (a reader that opened the
@@ -294,7 +360,8 @@ class GraphCache:
             gen = stem.partition("-")[2]
             # Temporary files left by a writer that died (the live one holds the lock).
             stale = name.startswith(".tmp-") or (
-                stem.startswith(("state-", "views-", "index-")) and gen not in kept
+                stem.startswith(("state-", "views-", "index-", "journal-", "counted-"))
+                and gen not in kept
             )
             if stale:
                 with contextlib.suppress(OSError):
@@ -309,61 +376,9 @@ class GraphCache:
         return self.rebuild()[1]
 
 
-@contextlib.contextmanager
-def _locked(path: str) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+class _Found(NamedTuple):
+    """A checkpoint as found: the head on disk, its journal, and the head they amount to."""
 
-
-def ended_attempts(graph: MemGraph, delta: Iterable[AnyEvent]) -> set[str]:
-    """The attempts the outcomes among ``delta`` end, read before the graph folds them (an
-    attempt after an outcome takes over its action id)."""
-    actions: dict[str, str] = {}
-    out: set[str] = set()
-    for e in delta:
-        if isinstance(e, Attempt):
-            actions[e.action_id or e.id] = e.id
-        elif isinstance(e, Outcome) and e.action_id:
-            attempt = actions.get(e.action_id) or graph._actions.get(e.action_id)
-            if attempt is not None:
-                out.add(attempt)
-    return out
-
-
-def dirty_nodes(graph: MemGraph, delta: Iterable[AnyEvent], ended: Iterable[str] = ()) -> set[str]:
-    """Nodes whose view the events may have changed, with every node they were merged into
-    (a view covers its whole group); ``ended``: the attempts whose outcomes came in
-    (:func:`ended_attempts`), whose counts change for the nodes dreamed from them."""
-    out: set[str] = set()
-    traces: set[str] = set()
-    for trace in ended:
-        out.update(graph._counted_in.get(trace, ()))
-    for e in delta:
-        if isinstance(e, Outcome):
-            out.update(r for r in (*e.decided_by, *e.supported_by) if graph.node(r) is not None)
-        elif isinstance(e, Node | ChildStep | Prune):
-            out.add(e.node)
-        elif isinstance(e, Merge):
-            out.update((e.node, e.merged))
-        elif isinstance(e, Link):
-            out.add(e.src.partition("#")[0])
-        elif isinstance(e, Constraint):
-            if e.node is not None:
-                out.add(e.node)
-            else:
-                traces.add(e.trace)
-    if traces:
-        # A constraint given by trace belongs to every node served by that trace.
-        out.update(n.id for n in graph.nodes(live_only=False) if not traces.isdisjoint(n.traces))
-    for node_id in list(out):
-        record = graph.node(node_id)
-        seen = 0
-        while record is not None and record.merged_into is not None and seen < len(graph):
-            out.add(record.merged_into)
-            record = graph.node(record.merged_into)
-            seen += 1
-    return {n for n in out if graph.node(n) is not None}
+    base: Head
+    journal: Journal
+    head: Head

@@ -8,22 +8,34 @@
 * ``views-<gen>.bin``: every node as ``evolog graph`` prints it (:mod:`._views`), back to back.
 * ``index-<gen>.msgpack``: node ids in creation order, where each view starts, its CRC-32,
   its live flag and the row it was merged into (:class:`IndexFile`).
+* ``journal-<state gen>.bin``: the advances since the state file was written that changed no
+  view (attempts, outcomes that name no node and end no attempt a node counts), appended
+  as checksummed frames (:class:`JournalEntry`); folded into a new state file once it
+  outgrows :data:`JOURNAL_BOUND`, so one attempt costs an append, not a rewrite of the state.
+* ``counted-<state gen>.bin``: the CRC-32 of every attempt some node counts (the state's
+  ``counted_in`` keys), sorted: whether an outcome changes a view, without the state.
 
 A generation's files are written under temporary names and renamed before the head that
 names them, so a crash at any point leaves the old checkpoint or the new one, never a mix.
-Events that change no view (an attempt, an outcome of a trace no node counts yet) write only
-a new state file: the head names its generation apart (``state_generation``) and keeps the
-views, so a vector index synced to them stays in sync.
+Other events that change no view write only a new state file: the head names its generation
+apart (``state_generation``) and keeps the views, so a vector index synced to them stays in
+sync. The head is where the checkpoint is unless its journal goes further: each entry carries
+the position it brought the checkpoint to.
 Nothing is trusted unread: the head carries the CRC-32 of the state and index files, the
 index one per view, and a file that does not decode or check out is a damaged checkpoint,
-rebuilt from the log (:class:`Damaged`).
+rebuilt from the log (:class:`Damaged`). The journal is read up to its first frame that is
+torn or fails its checksum: what precedes it is a checkpoint of its own, at an earlier seq
+(the events after it are folded again from the log).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import zlib
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any, Final, Generic, TypeVar
 
@@ -35,23 +47,30 @@ from ._types import ConstraintRecord, CycleRecord, EdgeRecord, MarkRecord, StepR
 
 __all__ = [
     "FORMAT",
+    "Counted",
     "Damaged",
     "Head",
     "IndexFile",
     "StateFile",
+    "counted_body",
     "graph_of",
+    "locked",
     "new_generation",
+    "read_counted",
     "read_head",
     "read_index",
     "read_state",
     "state_of",
     "write_atomic",
+    "write_counted",
 ]
 
-FORMAT: Final = 2
+FORMAT: Final = 3
 """2: the state keeps what a node's tries are counted from (attempts by action id, their
 verdicts, credits, the nodes counting each attempt) instead of format 1's per-node counts,
-which left out the traces a node was dreamed from; a format-1 checkpoint is rebuilt."""
+which left out the traces a node was dreamed from. 3: the journal and the counted file (a
+reader of format 2 would not know the journal goes further than the head). A checkpoint of
+another format is rebuilt."""
 
 V = TypeVar("V")
 
@@ -239,6 +258,55 @@ def read_index(directory: str, head: Head) -> IndexFile:
     return index
 
 
+# -- the attempts nodes count -----------------------------------------------------------
+class Counted:
+    """The sorted CRC-32s of the attempts some node counts; ``in`` answers "may a node count
+    this attempt" (a collision answers yes wrongly, which only costs a fold and a write)."""
+
+    __slots__ = ("crcs",)
+
+    def __init__(self, body: bytes) -> None:
+        self.crcs = array("I", body)  # native order: the file is written on this machine
+        if self.crcs.itemsize != 4:  # pragma: no cover - every platform we run on
+            raise Damaged("counted file: no 32-bit array type")
+
+    def __contains__(self, attempt: object) -> bool:
+        key = zlib.crc32(str(attempt).encode())
+        i = bisect_left(self.crcs, key)
+        return i < len(self.crcs) and self.crcs[i] == key
+
+
+def read_counted(directory: str, head: Head) -> Counted | None:
+    """The counted file of ``head``'s state, or None when it is missing or damaged."""
+    try:
+        data = _read(os.path.join(directory, f"counted-{head.state_generation}.bin"))
+    except Damaged:
+        return None
+    body = data[4:]
+    if len(data) < 4 or len(body) % 4 or zlib.crc32(body) != int.from_bytes(data[:4], "little"):
+        return None
+    return Counted(body)
+
+
+def counted_body(keys: Iterable[str], old: Counted | None) -> bytes:
+    """A counted file's body: the sorted CRC-32s of ``keys`` and of ``old``'s attempts."""
+    import numpy as np  # only to write
+
+    new = np.unique(np.fromiter((zlib.crc32(k.encode()) for k in keys), np.uint32))
+    if old is None or not len(old.crcs):
+        return new.tobytes()
+    base = np.frombuffer(old.crcs, np.uint32)
+    at = np.searchsorted(base, new)
+    fresh = base[np.minimum(at, len(base) - 1)] != new
+    return np.insert(base, at[fresh], new[fresh]).tobytes()
+
+
+def write_counted(directory: str, generation: str, body: bytes) -> None:
+    """Write the counted file of a state generation."""
+    crc = zlib.crc32(body).to_bytes(4, "little")
+    write_atomic(directory, f"counted-{generation}.bin", [crc, body])
+
+
 def write_atomic(directory: str, name: str, chunks: Iterable[bytes | memoryview]) -> None:
     """Write a file under a temporary name, then rename it into place."""
     import tempfile
@@ -252,3 +320,15 @@ def write_atomic(directory: str, name: str, chunks: Iterable[bytes | memoryview]
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold the checkpoint's write lock: writers take turns, so one's sweep never removes
+    the files another has written but not yet named in the head."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -312,7 +312,7 @@ class ItemFold:
             return
         loaded = graph(st.applied)
         if delta is not None and loaded is not None:
-            from evolog.projections.graph._cache import dirty_nodes
+            from evolog.projections.graph._delta import dirty_nodes
 
             for node_id in sorted(dirty_nodes(loaded, delta)):
                 old = st.items.get(node_id)
