@@ -505,15 +505,22 @@ GRAPH_CYCLES = ("c1", "c2", "c3")
 GRAPH_ACTIONS = ("views", "memgraph", "none", "seal")
 
 
-#: Mostly attempts and outcomes (what the graph checkpoint journals), dream events between.
-TRY_MIX = "AAAAOOOOOONNMPCBE"
+#: Batches of attempts and outcomes only (what the graph checkpoint journals), and batches
+#: that mix dream events in; with more traces, so that nodes name attempts made before and
+#: after them.
+TRY_MIXES = ("AAOOO", "AAAAOOOOOONNMPCBE")
+TRY_TRACES = tuple(f"t{i}" for i in range(1, 9))
 
 
 def _graph_event(
-    draw: st.DrawFn, n: int, attempted: set[str], mix: str = "NNNSSLCCKMMPBEOOOAAAR"
+    draw: st.DrawFn,
+    n: int,
+    attempted: set[str],
+    mix: str = "NNNSSLCCKMMPBEOOOAAAR",
+    trace_ids: tuple[str, ...] = GRAPH_TRACES,
 ) -> Event:
     node = st.sampled_from(GRAPH_NODES)
-    trace = st.sampled_from(GRAPH_TRACES)
+    trace = st.sampled_from(trace_ids)
     traces = st.lists(trace, max_size=2)
     ref = st.one_of(node, st.builds("{}#{}".format, node, st.integers(0, 2)))
     cycle = draw(st.sampled_from(GRAPH_CYCLES))
@@ -557,7 +564,7 @@ def _graph_event(
     if kind == "A":
         # An attempt is a trace nodes may name (each id once); a later attempt with the same
         # action id takes its outcomes over.
-        fresh = [t for t in GRAPH_TRACES if t not in attempted]
+        fresh = [t for t in trace_ids if t not in attempted]
         aid = draw(st.sampled_from(fresh)) if fresh else eid
         attempted.add(aid)
         return Attempt(id=aid, action_id=draw(st.sampled_from(["act1", "act2"])), task="x")
@@ -568,18 +575,24 @@ def _graph_event(
 
 @st.composite
 def memgraph_histories(
-    draw: st.DrawFn, max_batches: int = 5, max_batch: int = 8, mix: str | None = None
+    draw: st.DrawFn,
+    max_batches: int = 5,
+    max_batch: int = 8,
+    mixes: tuple[str, ...] = (),
+    trace_ids: tuple[str, ...] = GRAPH_TRACES,
 ) -> list[tuple[list[Event], str]]:
     """Batches of memory-graph events (ids ``e0``, ``e1``, ...; attempts are the traces
     ``t1``-``t3`` nodes name, then ``e<n>``) with an action each, one of :data:`GRAPH_ACTIONS`;
-    ``mix``: the kinds drawn from, one letter an event (:data:`TRY_MIX`: mostly tries)."""
+    ``mixes``: the kinds a batch draws from, one letter an event, one mix a batch
+    (:data:`TRY_MIXES`: mostly tries); ``trace_ids``: the traces nodes name."""
     out: list[tuple[list[Event], str]] = []
     n = 0
     attempted: set[str] = set()
     for _ in range(draw(st.integers(1, max_batches))):
         batch = []
+        mix = draw(st.sampled_from(mixes)) if mixes else "NNNSSLCCKMMPBEOOOAAAR"
         for _ in range(draw(st.integers(1, max_batch))):
-            batch.append(_graph_event(draw, n, attempted, *([mix] if mix else [])))
+            batch.append(_graph_event(draw, n, attempted, mix, trace_ids))
             n += 1
         out.append((batch, draw(st.sampled_from(GRAPH_ACTIONS))))
     return out

@@ -14,13 +14,14 @@ from unittest import mock
 
 import pytest
 from _eventlog_util import fresh_store
-from evolog.eventlog import Attempt, Event, EventLog, Node, Outcome
+from evolog.eventlog import Attempt, Constraint, Event, EventLog, Node, Outcome
 from evolog.projections.graph import _cache
 from evolog.projections.graph._cache import GraphCache, cached_memgraph, graph_views
+from evolog.projections.graph._checkpoint import read_counted, read_head, read_state
 from evolog.projections.graph._memgraph import load_memgraph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import TRY_MIX, memgraph_histories
+from strategies import TRY_MIXES, TRY_TRACES, memgraph_histories
 from test_graph_checkpoint import REPO, _check, _small_store, _state
 
 
@@ -28,8 +29,23 @@ def _graph_dir(log: EventLog) -> Path:
     return Path(log.paths.cache) / "graph"
 
 
+def _check_counted(log: EventLog) -> None:
+    """The counted file has every attempt a node counts in the state it goes with, and every
+    action id whose attempt in that state is one."""
+    directory = str(_graph_dir(log))
+    head = read_head(directory)
+    if head is None:
+        return
+    counted = read_counted(directory, head)
+    assert counted is not None
+    state = read_state(directory, head)
+    assert all(counted.attempt(a) for a in state.counted_in)
+    assert all(counted.action(x) for x, a in state.actions.items() if a in state.counted_in)
+
+
 def _check_in_place(log: EventLog) -> None:
     """:func:`_check`, leaving the checkpoint as it was (checking advances it)."""
+    _check_counted(log)
     saved = Path(log.paths.root) / "saved-graph"
     here = _graph_dir(log)
     if here.exists():
@@ -44,7 +60,7 @@ def _check_in_place(log: EventLog) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    memgraph_histories(max_batches=8, max_batch=4, mix=TRY_MIX),
+    memgraph_histories(max_batches=8, max_batch=4, mixes=TRY_MIXES, trace_ids=TRY_TRACES),
     st.sampled_from([0, 150, 400, 1 << 20]),
 )
 def test_journaled_refreshes_equal_a_rebuild_at_every_position(
@@ -74,7 +90,12 @@ def _files(log: EventLog) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def test_an_attempt_or_its_outcome_rewrites_no_file_but_the_journal(tmp_path: Path) -> None:
+def test_an_attempt_or_its_outcome_rewrites_no_file_but_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    real = _cache.read_state
+    monkeypatch.setattr(_cache, "read_state", lambda d, h: reads.append(d) or real(d, h))
     with _small_store(tmp_path / "s") as log:
         first = graph_views(log)
         before = _files(log)
@@ -89,6 +110,9 @@ def test_an_attempt_or_its_outcome_rewrites_no_file_but_the_journal(tmp_path: Pa
         log.append(Outcome(action_id="nobody", status="failed"))
         assert graph_views(log).head.applied == first.head.applied + 3
         assert _files(log) == before
+        # The outcome's attempt was found in the journal, and whether a node counts it in
+        # the counted file: the state was not even read.
+        assert reads == []
         assert cached_memgraph(log)._settled["t7"] == 0
         _check(log)
         # The trace, dreamed from, now counts for its node: the views are written again.
@@ -106,6 +130,24 @@ def test_an_outcome_of_an_attempt_a_node_counts_is_folded(tmp_path: Path) -> Non
         log.append(Outcome(action_id="a1", status="success"))
         assert graph_views(log).generation != first.generation
         assert graph_views(log).outcomes("a") == (2, 0)
+        _check(log)
+
+
+def test_a_dream_naming_an_attempt_already_folded_makes_its_outcomes_count(
+    tmp_path: Path,
+) -> None:
+    with _small_store(tmp_path / "s") as log:
+        log.append(Attempt(id="t5", action_id="a5", task="x"))
+        graph_views(log)  # journaled
+        log.append(Constraint(cycle="c1", node="a", trace="t9", description="avoid q"))
+        graph_views(log)  # the attempt is folded into a new state with the constraint
+        log.append(Node(cycle="c2", node="c", goal="new", traces=["t5"]))
+        graph_views(log)
+        _check_counted(log)
+        # The outcome's attempt is in the state, not the journal: the counted file says
+        # (by its action id) that node c counts it.
+        log.append(Outcome(action_id="a5", status="success"))
+        assert graph_views(log).outcomes("c") == (1, 0)
         _check(log)
 
 

@@ -27,15 +27,17 @@ from __future__ import annotations
 import contextlib
 import os
 import zlib
-from collections.abc import Callable, Container, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Final, NamedTuple
 
 import msgspec
-from evolog.eventlog import AnyEvent, Attempt, EventLog, Node, Outcome, Retraction, Snapshot
+from evolog.eventlog import AnyEvent, Attempt, EventLog, Outcome, Retraction, Snapshot
 from msgspec.structs import replace
 
 from ._checkpoint import (
     FORMAT,
+    Counted,
+    CountedInState,
     Damaged,
     Head,
     IndexFile,
@@ -56,6 +58,7 @@ from ._delta import (
     JOURNAL_BOUND,
     Journal,
     append_journal,
+    counted_candidates,
     dirty_nodes,
     ended_attempts,
     entry_frame,
@@ -155,8 +158,7 @@ class GraphCache:
             if graph.stale:  # pragma: no cover - retractions rebuild above
                 return self._rebuild(snap)
             changed = dirty_nodes(graph, delta, ended)
-            # Every attempt a node may have come to count through these events.
-            fresh = [*ended, *(t for e in delta if isinstance(e, Node) for t in e.traces)]
+            fresh = counted_candidates(graph, [*journal_events(journal), *delta], ended)
             index = read_index(self.dir, base)
             return self._write(snap, head_seq, graph, changed, (base, index), fresh), graph
         except Damaged:
@@ -206,7 +208,7 @@ class GraphCache:
         newer: dict[str, str] = {}  # action id -> its newest attempt among the new events
         journaled: dict[str, str] | None = None  # ... and in the journal (decoded if needed)
         ids: set[str] | None = None
-        counted: Container[str] | None = None
+        counted: Counted | None = None
         for e in delta:
             if isinstance(e, Attempt):
                 newer[e.action_id or e.id] = e.id
@@ -226,12 +228,11 @@ class GraphCache:
             if attempt is None:
                 if journaled is None:
                     journaled = journal_actions(journal)
-                attempt = journaled.get(e.action_id) or state().actions.get(e.action_id)
-            if attempt is None:
-                continue
+                attempt = journaled.get(e.action_id)
             if counted is None:
-                counted = read_counted(self.dir, base) or state().counted_in
-            if attempt in counted:
+                counted = read_counted(self.dir, base) or CountedInState(state())
+            # An action id unknown to the state too ends no attempt: the fold drops it.
+            if counted.attempt(attempt) if attempt else counted.action(e.action_id):
                 return None
             kept.append(e)
         return kept
@@ -248,7 +249,7 @@ class GraphCache:
     def _rebuild(self, snap: Snapshot) -> tuple[Head, MemGraph]:
         head_seq = snap.head_seq
         graph = load_memgraph(self.log, as_of=head_seq)
-        return self._write(snap, head_seq, graph, set(), None, ()), graph
+        return self._write(snap, head_seq, graph, set(), None, None), graph
 
     # -- writing ------------------------------------------------------------------------
     def _write(
@@ -258,11 +259,11 @@ class GraphCache:
         graph: MemGraph,
         changed: set[str],
         old: tuple[Head, IndexFile] | None,
-        fresh: Iterable[str],
+        fresh: tuple[list[str], list[str]] | None,
     ) -> Head:
         """Write a new generation (views of ``changed`` and of new nodes rendered, the
-        others copied from ``old``), then the head that names it; ``fresh``: the attempts
-        nodes may count that ``old``'s counted file does not have."""
+        others copied from ``old``), then the head that names it; ``fresh``: what the
+        events may have added to ``old``'s counted file (:func:`counted_candidates`)."""
         ids = list(graph._nodes)
         counted = self._counted(graph, None if old is None else old[0], fresh)
         if old is not None and not changed and ids == old[1].ids:
@@ -344,12 +345,11 @@ class GraphCache:
             self._sweep(keep=keep)
         return head
 
-    def _counted(self, graph: MemGraph, old: Head | None, fresh: Iterable[str]) -> bytes:
+    def _counted(
+        self, graph: MemGraph, old: Head | None, fresh: tuple[list[str], list[str]] | None
+    ) -> bytes:
         """The counted file of ``graph``: ``old``'s with ``fresh`` added, or all of them."""
-        known = None if old is None else read_counted(self.dir, old)
-        if known is None:
-            return counted_body(graph._counted_in, None)
-        return counted_body(fresh, known)
+        return counted_body(graph, fresh, None if old is None else read_counted(self.dir, old))
 
     def _sweep(self, keep: Iterable[str]) -> None:
         """Remove the files of generations other than ``keep`` (a reader that opened the

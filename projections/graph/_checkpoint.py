@@ -10,10 +10,11 @@
   its live flag and the row it was merged into (:class:`IndexFile`).
 * ``journal-<state gen>.bin``: the advances since the state file was written that changed no
   view (attempts, outcomes that name no node and end no attempt a node counts), appended
-  as checksummed frames (:class:`JournalEntry`); folded into a new state file once it
-  outgrows :data:`JOURNAL_BOUND`, so one attempt costs an append, not a rewrite of the state.
-* ``counted-<state gen>.bin``: the CRC-32 of every attempt some node counts (the state's
-  ``counted_in`` keys), sorted: whether an outcome changes a view, without the state.
+  as checksummed frames (:mod:`._delta`); folded into a new state file once it outgrows
+  its bound, so one attempt costs an append, not a rewrite of the state.
+* ``counted-<state gen>.bin``: the CRC-32 of every attempt some node counts (the keys of
+  the state's ``counted_in``), sorted after the CRC-32 of the rest: whether an outcome
+  changes a view, without reading the state.
 
 A generation's files are written under temporary names and renamed before the head that
 names them, so a crash at any point leaves the old checkpoint or the new one, never a mix.
@@ -48,6 +49,7 @@ from ._types import ConstraintRecord, CycleRecord, EdgeRecord, MarkRecord, StepR
 __all__ = [
     "FORMAT",
     "Counted",
+    "CountedInState",
     "Damaged",
     "Head",
     "IndexFile",
@@ -260,8 +262,9 @@ def read_index(directory: str, head: Head) -> IndexFile:
 
 # -- the attempts nodes count -----------------------------------------------------------
 class Counted:
-    """The sorted CRC-32s of the attempts some node counts; ``in`` answers "may a node count
-    this attempt" (a collision answers yes wrongly, which only costs a fold and a write)."""
+    """The sorted CRC-32s of the attempts some node counts and of the action ids whose
+    attempt is one: whether an outcome may change a view, without reading the state. A
+    collision answers yes wrongly, which only costs a fold and a write."""
 
     __slots__ = ("crcs",)
 
@@ -270,10 +273,30 @@ class Counted:
         if self.crcs.itemsize != 4:  # pragma: no cover - every platform we run on
             raise Damaged("counted file: no 32-bit array type")
 
-    def __contains__(self, attempt: object) -> bool:
-        key = zlib.crc32(str(attempt).encode())
+    def attempt(self, attempt: str) -> bool:
+        """Whether some node may count ``attempt``."""
+        return self._has(zlib.crc32(attempt.encode()))
+
+    def action(self, action_id: str) -> bool:
+        """Whether some node may count the attempt ``action_id`` names in the state."""
+        return self._has(zlib.crc32(b"\0" + action_id.encode()))
+
+    def _has(self, key: int) -> bool:
         i = bisect_left(self.crcs, key)
         return i < len(self.crcs) and self.crcs[i] == key
+
+
+class CountedInState(Counted):
+    """:class:`Counted`'s answers read from the state itself (no counted file to read)."""
+
+    def __init__(self, state: StateFile) -> None:
+        self.state = state
+
+    def attempt(self, attempt: str) -> bool:
+        return attempt in self.state.counted_in
+
+    def action(self, action_id: str) -> bool:
+        return self.state.actions.get(action_id, "\0") in self.state.counted_in
 
 
 def read_counted(directory: str, head: Head) -> Counted | None:
@@ -288,17 +311,24 @@ def read_counted(directory: str, head: Head) -> Counted | None:
     return Counted(body)
 
 
-def counted_body(keys: Iterable[str], old: Counted | None) -> bytes:
-    """A counted file's body: the sorted CRC-32s of ``keys`` and of ``old``'s attempts."""
+def counted_body(
+    graph: MemGraph, fresh: tuple[Iterable[str], Iterable[str]] | None, old: Counted | None
+) -> bytes:
+    """The counted file of ``graph``: ``old``'s with ``fresh`` (attempts, action ids) added
+    (:func:`._delta.counted_candidates`), or, without them, every one."""
     import numpy as np  # only to write
 
-    new = np.unique(np.fromiter((zlib.crc32(k.encode()) for k in keys), np.uint32))
+    if fresh is None or old is None:
+        counted, actions = graph._counted_in, graph._actions
+        fresh = counted, [x for x, attempt in actions.items() if attempt in counted]
+    keys = [*(a.encode() for a in fresh[0]), *(b"\0" + x.encode() for x in fresh[1])]
+    new = np.unique(np.fromiter((zlib.crc32(k) for k in keys), np.uint32, len(keys)))
     if old is None or not len(old.crcs):
         return new.tobytes()
     base = np.frombuffer(old.crcs, np.uint32)
     at = np.searchsorted(base, new)
-    fresh = base[np.minimum(at, len(base) - 1)] != new
-    return np.insert(base, at[fresh], new[fresh]).tobytes()
+    added = base[np.minimum(at, len(base) - 1)] != new
+    return np.insert(base, at[added], new[added]).tobytes()
 
 
 def write_counted(directory: str, generation: str, body: bytes) -> None:

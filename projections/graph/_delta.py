@@ -49,6 +49,7 @@ __all__ = [
     "JournalEntry",
     "SeqMark",
     "append_journal",
+    "counted_candidates",
     "dirty_nodes",
     "ended_attempts",
     "entry_frame",
@@ -266,3 +267,19 @@ def dirty_nodes(graph: MemGraph, delta: Iterable[AnyEvent], ended: Iterable[str]
             record = graph.node(record.merged_into)
             seen += 1
     return {n for n in out if graph.node(n) is not None}
+
+
+def counted_candidates(
+    graph: MemGraph, folded: Iterable[AnyEvent], ended: Iterable[str]
+) -> tuple[list[str], list[str]]:
+    """What the events just folded into ``graph`` may have added to its counted file: the
+    attempts a node may have come to count (a dream's traces, the attempts outcomes ended:
+    ``MemGraph._count_in``'s only callers), and the action ids whose attempt is now counted
+    (an attempt's own, an outcome's, and those of the traces a dream names)."""
+    traces = {t for e in folded if isinstance(e, Node) for t in e.traces}
+    ids = {e.action_id or e.id for e in folded if isinstance(e, Attempt)}
+    ids.update(e.action_id for e in folded if isinstance(e, Outcome) and e.action_id)
+    if traces:
+        ids.update(x for x, attempt in graph._actions.items() if attempt in traces)
+    counted = graph._counted_in
+    return [*traces, *ended], [x for x in ids if graph._actions.get(x) in counted]
