@@ -11,10 +11,11 @@ nodes; an outcome naming every tenth node), sealed. Then, in fresh processes:
   node, then route, or render every node and print.
 
 With ``--attempts N``, N attempts and their outcomes (every other one naming a node) are
-appended to each store after it is built, and three more figures are taken: a cold route with
-nothing new, and a cold route right after ONE more attempt, or one more outcome of an attempt
-that no node counts (appended before each timed run, outside the timing). Those are what the
-checkpoint's journal of small deltas is for (:mod:`evolog.projections.graph._journal`).
+appended to each store after it is built, and other figures are taken instead: a cold route
+with nothing new, and a cold route right after ONE more attempt, or one more outcome of an attempt
+that no node counts (appended before each timed run, outside the timing): those are what the
+graph checkpoint's journal is for (:mod:`evolog.projections.graph._delta`); and one after an
+outcome naming a node, which changes its view (the state and that view are written again).
 
 Prints the median of ``--repeat`` runs of each: wall time, and the CPU time (user + system)
 the child process used, which a loaded machine distorts less. The default size is small; the
@@ -213,11 +214,17 @@ def measure_tries(store: str, repeat: int) -> dict[str, tuple[float, float]]:
         with EventLog(store, durability="none", auto_seal="off") as log:
             log.append(Outcome(action_id=pending.pop(), status="success"))
 
+    def named(i: int) -> None:
+        with EventLog(store, durability="none", auto_seal="off") as log:
+            node = f"node-{(i + 1) * 37:08d}"
+            log.append(Outcome(action_id=f"bench-named-{i}", status="success", decided_by=[node]))
+
     out = {"route, nothing new": _median(cli, repeat)}
     out["route after one more attempt"] = _median_after(cli, repeat, attempt)
     out["route after one more outcome (of an attempt no node counts)"] = _median_after(
         cli, repeat, outcome
     )
+    out["route after one more outcome naming a node"] = _median_after(cli, repeat, named)
     return out
 
 

@@ -201,8 +201,8 @@ class GraphCache:
     ) -> list[Attempt | Outcome] | None:
         """The new events to journal, or None when they may change a view. An attempt changes
         none, nor does an outcome that names no node unless a node counts its attempt (a
-        trace of the node, or credited to it); one that also ends no attempt changes nothing
-        and is left out."""
+        trace of the node, or credited to it); one without an action id changes nothing and
+        is left out (one whose action id names no attempt is kept: the fold ignores it)."""
         base, journal, _ = found
         kept: list[Attempt | Outcome] = []
         newer: dict[str, str] = {}  # action id -> its newest attempt among the new events
@@ -231,7 +231,7 @@ class GraphCache:
                 attempt = journaled.get(e.action_id)
             if counted is None:
                 counted = read_counted(self.dir, base) or CountedInState(state())
-            # An action id unknown to the state too ends no attempt: the fold drops it.
+            # Not in the journal: the attempt the state has for this action id, if any.
             if counted.attempt(attempt) if attempt else counted.action(e.action_id):
                 return None
             kept.append(e)
