@@ -270,7 +270,7 @@ def dirty_nodes(graph: MemGraph, delta: Iterable[AnyEvent], ended: Iterable[str]
 
 
 def counted_candidates(
-    graph: MemGraph, folded: Iterable[AnyEvent], ended: Iterable[str]
+    graph: MemGraph, folded: Collection[AnyEvent], ended: Iterable[str]
 ) -> tuple[list[str], list[str]]:
     """What the events just folded into ``graph`` may have added to its counted file: the
     attempts a node may have come to count (a dream's traces, the attempts outcomes ended:
