@@ -18,6 +18,7 @@ from evolog.eventlog import (
     DreamBegin,
     DreamEnd,
     EventLog,
+    Feedback,
     Lifecycle,
     Merge,
     Outcome,
@@ -262,3 +263,67 @@ def test_a_checkpoint_at_the_head_answers_deaths_without_the_rules(tmp_path: Pat
     log.append_many(random_events(rng, 5))
     assert cache.dead_at_head() is None  # behind the head: the rules apply what is new
     assert deaths(log) == deaths(log, cache=False)
+
+
+def test_attempts_after_the_checkpoint_answer_deaths_without_the_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent's attempt lands between two routes: no rule buries at an attempt, so the
+    checkpoint's graveyard is still the head's (a route then restores no rules)."""
+    rng = random.Random(7)
+    log = store_of(tmp_path / "s", random_events(rng, 300))
+    first = deaths(log)  # the checkpoint at the head
+    cache = LedgerCache(log, LedgerConfig())
+    # Other kinds than the ledger's and attempts only (new entries, known ones, a repeat).
+    quiet = [e for e in random_events(rng, 40) if isinstance(e, Attempt)]
+    log.append_many([*quiet, Feedback(target="m1", rating=1.0), quiet[0]])
+    restored: list[int] = []
+    monkeypatch.setattr(LedgerCache, "follower", lambda self: restored.append(1))
+    assert cache.dead_at_head() == first == deaths(log) == deaths(log, cache=False)
+    assert restored == []
+    monkeypatch.undo()
+    monkeypatch.setattr(cache_module, "REWRITE_AFTER", 0)  # each call checkpoints the head
+    louder = (Outcome(action_id=quiet[0].action_id, delta=-9.0), Tick(ticks=1))
+    for loud in (*louder, Lifecycle(entry="m2", op="forget"), Retraction(target_cycle="c1")):
+        deaths(log)
+        log.append(loud)
+        assert cache.dead_at_head() is None, loud  # it may bury: the rules apply it
+        assert deaths(log) == deaths(log, cache=False)
+
+
+def test_a_quiet_tail_is_not_trusted_with_a_clock_sealed_or_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(8)
+    log = store_of(tmp_path / "s", random_events(rng, 200))
+    clock = LedgerConfig(tick_every_us=1_000_000)
+    deaths(log, config=clock)
+    deaths(log)
+    log.append(Attempt(action_id="late", decided_by=["m1"], ts=T0 + 10**12))
+    assert LedgerCache(log, clock).dead_at_head() is None  # the attempt's time may tick
+    assert LedgerCache(log, LedgerConfig()).dead_at_head() is not None
+    monkeypatch.setattr(cache_module, "QUIET_TAIL", 1)
+    log.append(Attempt(action_id="later", decided_by=["m2"]))
+    assert LedgerCache(log, LedgerConfig()).dead_at_head() is None  # past the bound
+    monkeypatch.setattr(cache_module, "QUIET_TAIL", 1024)
+    log.seal()
+    assert LedgerCache(log, LedgerConfig()).dead_at_head() is None  # sealed since
+    assert deaths(log) == deaths(log, cache=False)
+
+
+def test_every_kind_the_ledger_reads_but_attempts_may_bury() -> None:
+    from evolog.projections.energy._follow import LEDGER_KINDS
+
+    assert set(LEDGER_KINDS) - {Attempt} <= set(cache_module.MAY_BURY)
+    assert Attempt not in cache_module.MAY_BURY and Retraction in cache_module.MAY_BURY
+
+
+def test_deaths_through_quiet_and_loud_batches_equal_a_replay(tmp_path: Path) -> None:
+    rng = random.Random(9)
+    log = store_of(tmp_path / "s", random_events(rng, 200))
+    for _ in range(12):
+        batch = random_events(rng, 30)
+        if rng.random() < 0.6:
+            batch = [e for e in batch if isinstance(e, Attempt)]
+        log.append_many(batch)
+        assert dead_entries(log) == dead_entries(log, cache=False)

@@ -7,6 +7,11 @@ cache: deleting it changes no answer. A checkpoint written for another config, a
 (the ids at seq 1 and at its seq must still match), an older format, or one that cannot be
 read is rebuilt silently; a retraction among the new events forces a rebuild (it may undo a
 merge already folded in). The checkpoint is rewritten once enough new events accumulate.
+
+"Which entries are dead" is answered from the checkpoint without the rules (numpy) when it
+is at the head, and also when the few events after it cannot bury anyone: attempts (which
+open tickets and birth entries) and kinds the ledger does not read, with no event-time
+clock configured. A route right after an agent's attempt then costs no rules restore.
 """
 
 from __future__ import annotations
@@ -19,7 +24,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from evolog.eventlog import AnyEvent, Snapshot
+from evolog.eventlog import (
+    AnyEvent,
+    DreamEnd,
+    Lifecycle,
+    Merge,
+    Node,
+    Outcome,
+    Retraction,
+    Snapshot,
+    Tick,
+)
 
 from ._config import LedgerConfig, config_from
 from ._cpfile import CAUSES, FORMAT, Checkpoint, Mark
@@ -32,6 +47,12 @@ if TYPE_CHECKING:
 REWRITE_AFTER = 10_000
 #: Side files of replaced checkpoints are removed after this long (a reader may need them).
 KEYS_GRACE_S = 3600.0
+#: At most this many unsealed events after the checkpoint are read to see if none can bury.
+QUIET_TAIL = 1024
+#: Kinds that can change the graveyard: everything the ledger reads but attempts (a tick, a
+#: settlement, a merge, a lifecycle op can bury; a retraction can undo a burial; node
+#: events are kept here to stay on the safe side). tests check it covers ``LEDGER_KINDS``.
+MAY_BURY = (Outcome, Tick, Lifecycle, Merge, Node, DreamEnd, Retraction)
 
 
 def dead_entries(
@@ -85,18 +106,30 @@ class LedgerCache:
         self.path = os.path.join(self.dir, f"{self.name}.msgpack")
 
     def dead_at_head(self) -> dict[str, str] | None:
-        """:func:`deaths` read straight from a valid checkpoint at the head of the log (what
-        :meth:`follower` would restore and apply nothing to), or None."""
+        """:func:`deaths` read straight from a valid checkpoint at the head of the log, or
+        followed only by events that cannot bury (what :meth:`follower` would restore and
+        apply without burying anyone), or None."""
         with snapshot_of(self.source) as snap:
             found = self._checkpoint(snap)
-            head = snap.head_seq
-        if found is None or found[0].applied != head:
-            return None
+            if found is None or not self._quiet_since(snap, found[0].applied):
+                return None
         cp = found[0]
         cause = cp.columns.get("cause", b"")
         if len(cause) != len(cp.ids) or not all(0 <= i < len(cp.ids) for i in cp.graveyard):
             return None  # malformed: the full path rebuilds it
         return {cp.ids[i]: str(CAUSES[cause[i]]) for i in cp.graveyard}
+
+    def _quiet_since(self, snap: Snapshot, applied: int) -> bool:
+        """Whether no event after ``applied`` can change the graveyard (read from the
+        write-ahead tail only, and only for a few events)."""
+        head = snap.head_seq
+        if applied == head:
+            return True
+        if self.config.tick_every_us or head - applied > QUIET_TAIL:
+            return False  # with an event-time clock any event may tick
+        if any(info.last_seq > applied for info in snap.segments):
+            return False  # sealed since: reading it would cost more than the rules
+        return not any(isinstance(e, MAY_BURY) for e in snap.tail_events(applied))
 
     def follower(self) -> LedgerFollower:
         """The rules at the head of the log (checkpoint advanced, or a rebuild)."""
