@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -306,18 +307,25 @@ while True:
 """
 
 
-def test_kill_9_while_writing_leaves_a_usable_checkpoint(tmp_path: Path) -> None:
-    store = tmp_path / "s"
-    _small_store(store).close()
-    for delay in (0.05, 0.15, 0.3, 0.45, 0.6):
+def killed_runs(store: Path, script: str, delays: tuple[float, ...]) -> Iterator[float]:
+    """Run ``script`` on ``store`` once per delay and kill -9 it that long after it is ready;
+    yields after each kill, so the caller checks the store as the crash left it."""
+    for delay in delays:
         proc = subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(store)], cwd=REPO, stdout=subprocess.PIPE,
+            [sys.executable, "-c", script, str(store)], cwd=REPO, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
+        yield delay
+
+
+def test_kill_9_while_writing_leaves_a_usable_checkpoint(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    _small_store(store).close()
+    for _ in killed_runs(store, _WRITER, (0.05, 0.15, 0.3, 0.45, 0.6)):
         with EventLog(store, durability="none", auto_seal="off") as log:
             _check(log)
             assert GraphCache(log).views().generation  # a readable head afterwards

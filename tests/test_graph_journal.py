@@ -5,10 +5,6 @@ position, whatever the bound, after a torn or corrupt journal, and across a kill
 from __future__ import annotations
 
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from unittest import mock
 
@@ -22,7 +18,7 @@ from evolog.projections.graph._memgraph import load_memgraph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import TRY_MIXES, TRY_TRACES, memgraph_histories
-from test_graph_checkpoint import REPO, _check, _small_store, _state
+from test_graph_checkpoint import _check, _small_store, _state, killed_runs
 
 
 def _graph_dir(log: EventLog) -> Path:
@@ -249,15 +245,7 @@ while True:
 def test_kill_9_while_journaling_leaves_a_usable_checkpoint(tmp_path: Path) -> None:
     store = tmp_path / "s"
     _small_store(store).close()
-    for delay in (0.05, 0.2, 0.35, 0.5, 0.7):
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _ATTEMPTER, str(store)], cwd=REPO, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
+    for _ in killed_runs(store, _ATTEMPTER, (0.05, 0.2, 0.35, 0.5, 0.7)):
         with EventLog(store, durability="none", auto_seal="off") as log:
             _check_in_place(log)
             _check(log)
