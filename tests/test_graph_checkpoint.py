@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -88,17 +88,28 @@ def _check(log: EventLog) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def play(
+    log: EventLog,
+    history: list[tuple[list[Event], str]],
+    after: Callable[[EventLog], object] = lambda log: None,
+) -> None:
+    """Append each batch of a :func:`memgraph_histories` history and do what it says next
+    (refresh the views or the graph, seal, or nothing); ``after`` runs after each batch."""
+    for batch, action in history:
+        log.append_many(batch)
+        if action == "views":
+            graph_views(log)
+        elif action == "memgraph":
+            cached_memgraph(log)
+        elif action == "seal":
+            log.seal()
+        after(log)
+
+
 @given(memgraph_histories())
 def test_incremental_refreshes_equal_a_rebuild(history: list[tuple[list[Event], str]]) -> None:
     with fresh_store() as log:
-        for batch, action in history:
-            log.append_many(batch)
-            if action == "views":
-                graph_views(log)
-            elif action == "memgraph":
-                cached_memgraph(log)
-            elif action == "seal":
-                log.seal()
+        play(log, history)
         # Every refresh above started from the one before: check where they led.
         _check(log)
         # Deleting the cache changes no answer.

@@ -18,7 +18,7 @@ from evolog.projections.graph._memgraph import load_memgraph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import TRY_MIXES, TRY_TRACES, memgraph_histories
-from test_graph_checkpoint import _check, _small_store, _state, killed_runs
+from test_graph_checkpoint import _check, _small_store, _state, killed_runs, play
 
 
 def _graph_dir(log: EventLog) -> Path:
@@ -64,15 +64,7 @@ def test_journaled_refreshes_equal_a_rebuild_at_every_position(
 ) -> None:
     # A small bound folds the journal into the state every few entries; 0 never journals.
     with fresh_store() as log, mock.patch.object(_cache, "JOURNAL_BOUND", bound):
-        for batch, action in history:
-            log.append_many(batch)
-            if action == "views":
-                graph_views(log)
-            elif action == "memgraph":
-                cached_memgraph(log)
-            elif action == "seal":
-                log.seal()
-            _check_in_place(log)
+        play(log, history, after=_check_in_place)
         _check(log)
 
 

@@ -33,14 +33,18 @@ FASTLANE = (
 )
 
 
-@pytest.fixture(scope="module")
-def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
-    path: Path = tmp_path_factory.mktemp("applicability") / "store"
+def i18n_fastlane_router(path: Path) -> Router:
+    """The issue's reproduction: a store of the two traces, dreamed, and its router."""
     with EventLog(path, create=True, durability="none") as log:
         log.append_many(trace_events("i18n", *I18N))
         log.append_many(trace_events("fastlane", *FASTLANE))
         dream(log, embedder=get_embedder())
         return Router.from_log(log)
+
+
+@pytest.fixture(scope="module")
+def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
+    return i18n_fastlane_router(tmp_path_factory.mktemp("applicability") / "store")
 
 
 def _node_of(router: Router, trace: str) -> str:

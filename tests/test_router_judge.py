@@ -13,14 +13,10 @@ import httpx2
 import pytest
 from evolog.advice import JudgedRouter, JudgeReplyError, ModelJudge, Router, RouterPath
 from evolog.advice.routing._judge import judge_prompt, read_choice
-from evolog.dream import dream
 from evolog.dream.evolve._claude import ClaudeModel
-from evolog.eventlog import EventLog
-from evolog.projections.graph._embed import get_embedder
 
-from tests.test_dream_cycle import trace_events
 from tests.test_evolve_cli import _reply
-from tests.test_router_applicability import FASTLANE, I18N, _node_of
+from tests.test_router_applicability import I18N, _node_of, i18n_fastlane_router
 
 RELATED = "mark the strings in the Django templates for translation into .po files"
 NEAR = "upgrade the Django project from 3.2 to 4.2"
@@ -28,12 +24,7 @@ NEAR = "upgrade the Django project from 3.2 to 4.2"
 
 @pytest.fixture(scope="module")
 def router(tmp_path_factory: pytest.TempPathFactory) -> Router:
-    path: Path = tmp_path_factory.mktemp("judge") / "store"
-    with EventLog(path, create=True, durability="none") as log:
-        log.append_many(trace_events("i18n", *I18N))
-        log.append_many(trace_events("fastlane", *FASTLANE))
-        dream(log, embedder=get_embedder())
-        return Router.from_log(log)
+    return i18n_fastlane_router(tmp_path_factory.mktemp("judge") / "store")
 
 
 class Scripted:
