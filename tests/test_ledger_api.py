@@ -312,7 +312,7 @@ def test_a_quiet_tail_is_not_trusted_with_a_clock_sealed_or_long(
 
 
 def test_every_kind_the_ledger_reads_but_attempts_may_bury() -> None:
-    from evolog.projections.energy._follow import LEDGER_KINDS
+    from evolog.projections.energy._config import LEDGER_KINDS
 
     assert set(LEDGER_KINDS) - {Attempt} <= set(cache_module.MAY_BURY)
     assert Attempt not in cache_module.MAY_BURY and Retraction in cache_module.MAY_BURY

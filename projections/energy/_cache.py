@@ -24,19 +24,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from evolog.eventlog import (
-    AnyEvent,
-    DreamEnd,
-    Lifecycle,
-    Merge,
-    Node,
-    Outcome,
-    Retraction,
-    Snapshot,
-    Tick,
-)
+from evolog.eventlog import AnyEvent, Attempt, Retraction, Snapshot
 
-from ._config import LedgerConfig, config_from
+from ._config import LEDGER_KINDS, LedgerConfig, config_from
 from ._cpfile import CAUSES, FORMAT, Checkpoint, Mark
 from ._snap import snapshot_of
 
@@ -50,9 +40,9 @@ KEYS_GRACE_S = 3600.0
 #: At most this many unsealed events after the checkpoint are read to see if none can bury.
 QUIET_TAIL = 1024
 #: Kinds that can change the graveyard: everything the ledger reads but attempts (a tick, a
-#: settlement, a merge, a lifecycle op can bury; a retraction can undo a burial; node
-#: events are kept here to stay on the safe side). tests check it covers ``LEDGER_KINDS``.
-MAY_BURY = (Outcome, Tick, Lifecycle, Merge, Node, DreamEnd, Retraction)
+#: settlement, a merge, a lifecycle op can bury; node events are kept to stay on the safe
+#: side) and retractions (one can undo a burial).
+MAY_BURY = (*(kind for kind in LEDGER_KINDS if kind is not Attempt), Retraction)
 
 
 def dead_entries(

@@ -10,10 +10,15 @@ from __future__ import annotations
 import math
 
 import msgspec
+from evolog.eventlog import Attempt, DreamEnd, Lifecycle, Merge, Node, Outcome, Tick
 
 from .._errors import InvalidParameterError
 
 DAY_US = 86_400_000_000
+
+#: The event kinds the ledger reads (their times alone drive an event-time clock); here,
+#: not beside the follower, so that a cold reader can name them without the rules (numpy).
+LEDGER_KINDS = (Attempt, Outcome, Tick, Lifecycle, Merge, Node, DreamEnd)
 
 
 class LedgerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

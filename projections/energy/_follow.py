@@ -22,9 +22,8 @@ from evolog.eventlog import (
     Tick,
 )
 
+from ._config import LEDGER_KINDS
 from .rules._rules import LedgerRules
-
-LEDGER_KINDS = (Attempt, Outcome, Tick, Lifecycle, Merge, Node, DreamEnd)
 
 
 class LedgerFollower:
