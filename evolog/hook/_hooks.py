@@ -53,6 +53,7 @@ from ._content import (
     content_policy,
     input_summary,
     kept,
+    redact,
     result_summary,
     text_for,
     tool_failure,
@@ -60,7 +61,7 @@ from ._content import (
 from ._files import keep_dead_letter, locked_state, prune_states, state_dir, state_name
 from ._recall import Injection, archive, for_prompt, for_session, output, warm
 
-__all__ = ["MAX_TEXT", "handle_claude_code", "record_claude_code", "run_hook"]
+__all__ = ["MAX_TEXT", "answer_claude_code", "handle_claude_code", "record_claude_code", "run_hook"]
 
 MAX_STARTED = 256
 """Tool calls remembered as started (PreToolUse without its PostToolUse yet) per session."""
@@ -95,16 +96,23 @@ def run_hook(agent_kind: str, store: str) -> int:
         payload = msgspec.json.decode(raw)
         if not isinstance(payload, dict):
             raise ValueError(f"expected a JSON object; got {type(payload).__name__}")
-        _, context = handle_claude_code(payload, store, policy)
+        answer = answer_claude_code(payload, store, policy)
     except BaseException as exc:  # even Ctrl-C or SystemExit: keep the payload, exit 0
         with contextlib.suppress(BaseException):
             _dead_letter(store, raw, exc)
         return 0
-    if context:
+    if answer:
         with contextlib.suppress(BaseException):
-            sys.stdout.buffer.write(output(str(payload.get("hook_event_name")), context))
+            sys.stdout.buffer.write(answer)
             sys.stdout.flush()
     return 0
+
+
+def answer_claude_code(payload: dict[str, Any], store: str, policy: str = "summary") -> bytes:
+    """Record one payload and return the hook's JSON answer (b"" for none): what the command
+    hook prints, and what the worker answers an http hook with."""
+    _, context = handle_claude_code(payload, store, policy)
+    return output(str(payload.get("hook_event_name")), context) if context else b""
 
 
 def _dead_letter(store: str, raw: bytes, exc: BaseException) -> None:
@@ -222,7 +230,7 @@ def _lock_timeout() -> float:
 def _events_for(name: str, p: dict[str, Any], session: str, st: _State, policy: str) -> list[Event]:
     env: dict[str, Any] = {"agent": "claude-code", "session": session}
     if name == "SessionStart":
-        source = str(p.get("source", "unknown"))[:64]
+        source = _short(p.get("source", "unknown"), 64)
         return [Signal(signals=["session_start", f"source:{source}"], **env)]
     if name == "UserPromptSubmit":
         out = _close(st, "interrupted", "a new prompt arrived before Stop", env)
@@ -238,8 +246,13 @@ def _events_for(name: str, p: dict[str, Any], session: str, st: _State, policy: 
     if name == "Stop":
         status = "failed" if st.last_failed else "success"
         return _close(st, status, "inferred at Stop from the last tool result", env)
-    reason = str(p.get("reason", "unknown"))[:200]
+    reason = _short(p.get("reason", "unknown"), 200)
     return _close(st, "abandoned", f"session ended ({reason})", env)
+
+
+def _short(value: Any, n: int) -> str:
+    """A short payload field (a tool name, a reason) as kept: redacted like free text."""
+    return redact(str(value)[: 4 * n])[:n]
 
 
 def _open(st: _State, task: str | None, env: dict[str, Any]) -> Attempt:
@@ -280,7 +293,7 @@ def _tool_events(
     name: str, p: dict[str, Any], st: _State, env: dict[str, Any], policy: str
 ) -> list[Event]:
     out: list[Event] = [] if st.action_id else [_open(st, None, env)]
-    tool = str(p.get("tool_name") or "unknown")[:200]
+    tool = _short(p.get("tool_name") or "unknown", 200)
     tool_id = str(p.get("tool_use_id") or tool)
     response = p.get("tool_response")
     failure = tool_failure(response) if name == "PostToolUse" else _reported_failure(p)
