@@ -16,10 +16,10 @@ full       as ``summary``, plus the result text (up to ``MAX_TEXT`` characters)
 =========  =================================================================================
 
 An unknown value means ``none`` (the most private reading of a typo) and a warning.
-Whatever is kept is first redacted (:func:`redact`): private key blocks, AWS access key
-ids, GitHub / Anthropic / OpenAI / Slack tokens, JWTs, bearer and basic credentials,
-passwords in URLs and ``NAME=value`` / ``name: value`` assignments whose name says
-password, secret, token or key.
+Whatever is kept is first redacted (:func:`evolog.hook._redact.redact`: key blocks, tokens
+of known formats, credentials in URLs, headers and command lines, values of secret-named
+keys): each string on its own, then a structure once more as the JSON text it is kept as,
+so a ``{"password": ...}`` pair is seen whole.
 
 A ``PostToolUse`` payload reports a failure when (:func:`tool_failure`): the response says
 ``is_error`` or ``success: false``, or has a non-empty ``error``; an integer exit code
@@ -43,6 +43,8 @@ from typing import Any, Final
 
 import msgspec
 
+from ._redact import REDACTED, is_secret_name, redact
+
 __all__ = [
     "MAX_TEXT",
     "POLICIES",
@@ -60,33 +62,9 @@ __all__ = [
 MAX_TEXT: Final = 2000
 POLICIES: Final = ("none", "summary", "full")
 _ENV: Final = "EVOLOG_HOOK_CONTENT"
-_REDACTED: Final = "[REDACTED]"
 # Redaction runs on at most this much text: what lies past the cap is never kept anyway.
 _SCAN: Final = 4 * MAX_TEXT
 
-_SECRET_NAME = (
-    r"[\w.-]*(?:password|passwd|passphrase|secret|token(?!s)|api[_-]?key|access[_-]?key"
-    r"|private[_-]?key|credentials?)[\w.-]*"
-)
-_REDACTIONS: Final = (
-    (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.|\n)*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-     "[REDACTED PRIVATE KEY]"),
-    (r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b", _REDACTED),
-    (r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})", _REDACTED),
-    (r"\bsk-[A-Za-z0-9_-]{16,}", _REDACTED),
-    (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", _REDACTED),
-    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", _REDACTED),
-    (r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{12,}", r"\1\2" + _REDACTED),
-    (r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@", r"\1" + _REDACTED + "@"),
-    (r"(?i)(?<![\w.-])(" + _SECRET_NAME + r"""["']?\s*[=:]\s*)"""
-     r"""("[^"\n]*"|'[^'\n]*'|[^\s"',;\\]+)""", r"\1" + _REDACTED),
-)  # fmt: skip
-# Every redaction above needs one of these (lower-case) substrings. Most text has none, and
-# then no pattern is compiled at all: compiling them costs a cold hook about 2 ms.
-_TRIGGERS: Final = (
-    "private key", "akia", "asia", "abia", "acca", "gh", "sk-", "xox", "eyj", "bearer", "basic",
-    "token", "@", "password", "passwd", "passphrase", "secret", "key", "credential",
-)  # fmt: skip
 _FAILURES: Final = {
     "exit": r"(?im)(?:^exit (?:code|status)|exited with (?:non-zero )?(?:exit )?"
     r"(?:status|code)(?: code)?)\s*:?\s*(-?\d+)",
@@ -105,21 +83,6 @@ def content_policy() -> tuple[str, str | None]:
     return "none", f"{_ENV}={value!r} is not one of {'|'.join(POLICIES)}; using 'none'"
 
 
-def redact(text: str) -> str:
-    """``text`` with obvious secrets replaced by ``[REDACTED]`` (see the module docstring)."""
-    lowered = text.lower()
-    if not any(t in lowered for t in _TRIGGERS):
-        return text
-    for pattern, replacement in _redactions():
-        text = pattern.sub(replacement, text)
-    return text
-
-
-@functools.cache
-def _redactions() -> list[tuple[re.Pattern[str], str]]:
-    return [(re.compile(source), replacement) for source, replacement in _REDACTIONS]
-
-
 @functools.cache
 def _failure_pattern(name: str) -> re.Pattern[str]:
     return re.compile(_FAILURES[name])
@@ -129,10 +92,13 @@ def kept(value: Any) -> str | None:
     """A payload value as text the log may keep: redacted, then cut to ``MAX_TEXT``."""
     if value is None:
         return None
-    # Redact the strings inside a structure before encoding it: in JSON text a value's end
-    # (a newline, a quote) is escaped and a pattern could not see where a secret stops.
-    s = _redacted(value) if isinstance(value, str) else msgspec.json.encode(_redacted(value))
-    s = s if isinstance(s, str) else s.decode()
+    # A structure's strings are redacted each alone first (their own ends are plain), then
+    # once more as the JSON text kept, where a secret-named key and its value meet.
+    s: str = (
+        _redacted(value)
+        if isinstance(value, str)
+        else redact(msgspec.json.encode(_redacted(value)).decode())
+    )
     return s if len(s) <= MAX_TEXT else s[: MAX_TEXT - 1] + "…"
 
 
@@ -143,7 +109,14 @@ def _redacted(value: Any, depth: int = 0) -> Any:
     if depth > 32:
         return "…"
     if isinstance(value, dict):
-        return {str(k): _redacted(v, depth + 1) for k, v in value.items()}
+        # A value under a secret-named key goes whole (a list of tokens, a number PIN); a
+        # mapping is walked, its own keys may say more.
+        return {
+            str(k): REDACTED
+            if v is not None and not isinstance(v, dict) and is_secret_name(str(k))
+            else _redacted(v, depth + 1)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_redacted(v, depth + 1) for v in value]
     return value

@@ -10,9 +10,10 @@ state is a cache: if it is lost, the next prompt opens a new attempt. Each file 
 under an flock, waited for at most ``STATE_LOCK_TIMEOUT_S``; a holder re-checks after locking
 that the path still names the file it locked (another hook may have removed it).
 
-Dead letter: a payload the hook could not record is appended, redacted and cut to
-``DEAD_LETTER_ENTRY`` characters, to ``<store>/dead-letter.ndjson`` (the store is created if
-missing), else (a path that cannot be a store, or a failed write) to
+Dead letter: a payload the hook could not record is appended, redacted (as text: the rules
+see JSON escaped to any depth, so a secret inside a JSON string inside the payload is found)
+and then cut to ``DEAD_LETTER_ENTRY`` characters, to ``<store>/dead-letter.ndjson`` (the
+store is created if missing), else (a path that cannot be a store, or a failed write) to
 ``$XDG_STATE_HOME/evolog/dead-letter.ndjson`` (default ``~/.local/state/evolog/``). Past
 ``DEAD_LETTER_MAX`` bytes the file is renamed to ``dead-letter.ndjson.1`` (replacing the
 previous one), so a dead letter never takes more than about twice that. A write that fails
@@ -194,8 +195,9 @@ def keep_dead_letter(store_root: str, raw: bytes, error: str) -> tuple[str | Non
     entry: dict[str, Any] = {"at_us": time.time_ns() // 1000, "error": redact(error)}
     if len(text) > DEAD_LETTER_ENTRY:
         entry["payload_chars"] = len(text)
-        text = text[:DEAD_LETTER_ENTRY]
-    entry["payload"] = redact(text)
+    # Redact before cutting: a secret cut at the limit could be too short for its rule.
+    # Some way past the limit is scanned, no more (the rest is dropped anyway).
+    entry["payload"] = redact(text[: 2 * DEAD_LETTER_ENTRY])[:DEAD_LETTER_ENTRY]
     line = msgspec.json.encode(entry) + b"\n"
     why = []
     targets = [fallback_dead_letter()]
