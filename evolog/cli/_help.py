@@ -81,6 +81,7 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "EVOLOG_STORE=~/.evolog evolog hook claude-code < payload.json",
             "evolog hook claude-code --print-settings",
+            "evolog hook claude-code --print-settings --http",
         ),
     ),
     "demo": (

@@ -88,6 +88,10 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 
 def _cmd_hook(args: argparse.Namespace) -> int:
+    if getattr(args, "print_settings", False) and getattr(args, "http", False):
+        from ..worker._settings import print_http_settings
+
+        return print_http_settings(store_path(args))
     if getattr(args, "print_settings", False):
         from ..hook._recall import settings_text
 
@@ -95,6 +99,11 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         return 0
     from ..hook._hooks import run_hook
 
+    if getattr(args, "start_worker", False):
+        from ..worker._settings import start_worker
+
+        store = store_path(args)
+        return start_worker(store, lambda: run_hook(args.agent_kind, store))
     return run_hook(args.agent_kind, store_path(args))
 
 
@@ -123,6 +132,7 @@ _FEATURE_LAYERS = {
     **dict.fromkeys(("serve", "mcp"), "server"),
     "publish": "publish",
     "evolve": "evolve",
+    "worker": "worker",
 }
 
 
@@ -149,6 +159,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ._iceberg import add_publish_commands as add
         elif layer == "evolve":
             from ._evolve import add_evolve_commands as add
+        elif layer == "worker":
+            from ..worker._cli import add_worker_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)
@@ -210,6 +222,16 @@ def _add_core_commands(sub: Any) -> None:
         action="store_true",
         help="print the ~/.claude/settings.json hooks block that installs recording and recall",
     )
+    s.add_argument(
+        "--http",
+        action="store_true",
+        help="with --print-settings: http hooks to the store's worker (see `evolog worker`)",
+    )
+    s.add_argument(
+        "--start-worker",
+        action="store_true",
+        help="also start the store's worker if none runs (the SessionStart hook of --http)",
+    )
     s.set_defaults(func=_cmd_hook)
 
 
@@ -246,7 +268,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         return p
     _add_core_commands(sub)
     _add_feature_commands(
-        sub, ["sql", "advice", "dream", "ledger", "memory", "server", "publish", "evolve"]
+        sub,
+        ["sql", "advice", "dream", "ledger", "memory", "server", "publish", "evolve", "worker"],
     )
 
     s = sub.add_parser(
@@ -277,8 +300,11 @@ def _fast_args(argv: list[str]) -> SimpleNamespace | None:
     ):
         event = argv[1] if len(argv) == 2 else None
         return SimpleNamespace(store=store, event=event, durability="always", func=_cmd_append)
-    if argv == ["hook", "claude-code"]:
-        return SimpleNamespace(store=store, agent_kind="claude-code", func=_cmd_hook)
+    if argv[:2] == ["hook", "claude-code"] and argv[2:] in ([], ["--start-worker"]):
+        start = argv[2:] == ["--start-worker"]
+        return SimpleNamespace(
+            store=store, agent_kind="claude-code", start_worker=start, func=_cmd_hook
+        )
     if argv[:1] == ["sql"]:
         from ._sql import sql_args
 
