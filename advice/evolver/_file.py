@@ -43,6 +43,13 @@ from ._import import (
 
 BATCH = 1000
 READ_CHUNK = 1 << 20
+#: Longest line read (bytes). An evolver line is one event (the log keeps at most 1 MiB of
+#: one); a longer run without a newline is a binary file or an endless stream
+#: (``/dev/zero``), and waiting for its end would hold it all in memory.
+MAX_LINE_BYTES = 16 << 20
+#: Blank lines read before the first evolver event is seen, at most (bytes): an endless
+#: stream of blank lines would otherwise be read to no end without a line to recognise.
+MAX_BLANK_PREFIX = 1 << 20
 _MAX_BASE_ID = 200  # room for "@<offset>" within the log's 256-character ids
 MAX_PROBLEMS = 20
 
@@ -187,7 +194,24 @@ class EvolverImporter:
         if batch:
             self._append(batch, report)
         report.offset = consumed
+        self._check_pending(start + len(data) - consumed, consumed, final)
         return consumed
+
+    def _check_pending(self, pending: int, offset: int, final: bool) -> None:
+        """Refuse a line that grows past :data:`MAX_LINE_BYTES`, and blank input that goes
+        on past :data:`MAX_BLANK_PREFIX` (see there)."""
+        if not final and pending > MAX_LINE_BYTES:
+            raise InvalidInputError(
+                f"{self.path}: line {self.line_no + 1} (at byte {offset}): expected a JSONL "
+                f"line of at most {MAX_LINE_BYTES} bytes; got {pending} bytes without a "
+                "newline (a binary file or an endless stream?); stopped there"
+            )
+        if not self._recognised and offset > MAX_BLANK_PREFIX:
+            raise InvalidInputError(
+                f"{self.path}: expected an evolver memory graph (JSONL objects with type "
+                f'"{EVENT_TYPE}"); got only blank lines in the first {offset} bytes; '
+                "nothing imported"
+            )
 
     def _recognise(self, data: bytes, start: int, final: bool) -> None:
         """Refuse a file whose first complete lines hold no evolver event (nothing appended)."""

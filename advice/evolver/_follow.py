@@ -22,7 +22,9 @@ import msgspec
 from evolog.eventlog import EventLog
 
 from .._errors import EvolverSourceError
-from ._file import EvolverImporter, ImportReport, read_range
+from ._file import MAX_LINE_BYTES, READ_CHUNK, EvolverImporter, ImportReport, read_range
+
+_POLL_READ = MAX_LINE_BYTES + READ_CHUNK
 
 FINGERPRINT_BYTES = 4096
 STATE_DIR = "evolver-follow"
@@ -133,8 +135,14 @@ class Follower:
         if st is None:
             return False
         state = self._resume(st)
-        data = read_range(self.path, state.offset)
-        consumed = self._importer.feed(data, state.offset, final=False, report=report)
+        # In bounded reads: a file that never ends (a device, a FIFO) must meet the line
+        # cap, not be read whole first.
+        consumed = state.offset
+        while True:
+            data = read_range(self.path, consumed, consumed + _POLL_READ)
+            consumed = self._importer.feed(data, consumed, final=False, report=report)
+            if len(data) < _POLL_READ:
+                break
         if consumed != state.offset or self._state is None:
             fp = _fingerprint(self.path, consumed)
             state = FollowState(self.path, st.st_dev, st.st_ino, consumed, fp)

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._common import store_path
+from ._common import read_input, store_path
 
 if TYPE_CHECKING:
     import argparse
@@ -82,7 +82,13 @@ def _print_json(obj: object) -> None:
 def _stdin_query() -> dict[str, Any]:
     from evolog.advice import InvalidInputError
 
-    text = sys.stdin.read()
+    try:
+        text = read_input("-", "stdin", InvalidInputError)
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"stdin: expected a JSON query object in UTF-8; got an invalid byte at offset "
+            f"{exc.start}"
+        ) from None
     if not text.strip():
         return {}
     try:
@@ -101,8 +107,9 @@ def _genes_file(path: str) -> Any:
     from evolog.advice import InvalidInputError
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(read_input(path, f"--genes {path}", InvalidInputError))
+    except InvalidInputError:
+        raise
     except OSError as exc:
         raise InvalidInputError(f"--genes {path}: cannot read: {exc.strerror}") from None
     except ValueError as exc:

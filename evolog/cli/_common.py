@@ -11,29 +11,99 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     import argparse
 
 __all__ = [
     "DEFAULT_STORE",
+    "MAX_INPUT_BYTES",
     "MAX_SEQ",
     "ProgressBar",
+    "input_limit",
     "ledger_config",
     "parse_as_of",
     "parse_kinds",
     "print_json",
     "print_text_json",
+    "read_capped",
+    "read_input",
     "store_path",
 ]
 
 DEFAULT_STORE = "~/.evolog"
 MAX_SEQ = 2**63 - 1
+#: Most bytes a command reads from one input file or from stdin (``EVOLOG_MAX_INPUT_BYTES``
+#: overrides it): ``/dev/zero`` or a wrong file given by mistake must end in an error, not
+#: in gigabytes of memory. NDJSON ``append`` and ``import evolver`` stream their input and
+#: bound each line instead.
+MAX_INPUT_BYTES = 64 << 20
+_READ_CHUNK = 1 << 20
 
 
 def store_path(args: Any) -> str:
     return os.path.expanduser(args.store or os.environ.get("EVOLOG_STORE") or DEFAULT_STORE)
+
+
+def input_limit(error: Callable[[str], Exception]) -> int:
+    """:data:`MAX_INPUT_BYTES`, or ``EVOLOG_MAX_INPUT_BYTES`` when set (a positive integer)."""
+    text = os.environ.get("EVOLOG_MAX_INPUT_BYTES")
+    if text is None or text == "":
+        return MAX_INPUT_BYTES
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise error(f"EVOLOG_MAX_INPUT_BYTES: expected a positive number of bytes; got {text!r}")
+    return int(text)
+
+
+def read_capped(
+    stream: IO[bytes], where: str, limit: int, error: Callable[[str], Exception]
+) -> bytes:
+    """All of ``stream``, read in bounded chunks, or ``error`` once it passes ``limit`` bytes
+    (at most one chunk past the limit is ever held)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = stream.read(min(_READ_CHUNK, limit + 1 - size))
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise error(
+                f"{where}: expected at most {limit} bytes (EVOLOG_MAX_INPUT_BYTES); got more"
+            )
+        chunks.append(chunk)
+
+
+def _read_capped_text(
+    stream: TextIO, where: str, limit: int, error: Callable[[str], Exception]
+) -> str:
+    parts: list[str] = []
+    size = 0
+    while chunk := stream.read(_READ_CHUNK):
+        size += len(chunk.encode("utf-8", "surrogatepass"))
+        if size > limit:
+            raise error(
+                f"{where}: expected at most {limit} bytes (EVOLOG_MAX_INPUT_BYTES); got more"
+            )
+        parts.append(chunk)
+    return "".join(parts)
+
+
+def read_input(name: str, where: str, error: Callable[[str], Exception]) -> str:
+    """The UTF-8 text of file ``name`` (``-``: stdin), capped at :func:`input_limit`.
+
+    ``where`` names the input in the error past the cap; OSError and UnicodeDecodeError are
+    left to the caller, which knows what the file was meant to be."""
+    limit = input_limit(error)
+    if name == "-":
+        binary = getattr(sys.stdin, "buffer", None)
+        if binary is None:  # a text stream put in place of stdin (an embedding caller)
+            return _read_capped_text(sys.stdin, where, limit, error)
+        return read_capped(binary, where, limit, error).decode("utf-8")
+    with open(name, "rb") as f:
+        return read_capped(f, where, limit, error).decode("utf-8")
 
 
 def print_json(obj: object) -> None:

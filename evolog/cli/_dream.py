@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import msgspec
 
-from ._common import ProgressBar, store_path
+from ._common import ProgressBar, read_input, store_path
 
 if TYPE_CHECKING:
     import argparse
@@ -52,11 +52,8 @@ def _guarded(func: Handler) -> Handler:
 
 # -- isa --------------------------------------------------------------------------------
 def _read_source(name: str) -> str:
-    if name == "-":
-        return sys.stdin.read()
     try:
-        with open(name, encoding="utf-8") as f:
-            return f.read()
+        return read_input(name, "stdin" if name == "-" else name, _InputError)
     except (OSError, UnicodeDecodeError) as exc:
         raise _InputError(f"{name}: expected a readable UTF-8 ISA file; got {exc}") from None
 

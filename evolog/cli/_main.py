@@ -327,8 +327,32 @@ def _is_backend(exc: BaseException) -> bool:
     return any(c.__module__.split(".")[0] in ("pyarrow", "duckdb") for c in type(exc).__mro__)
 
 
+def _names_hook(argv: Sequence[str]) -> bool:
+    """Whether the command line's first word, after the global options, is ``hook``."""
+    rest = list(argv)
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] == "--store" else rest[1:]
+    return rest[:1] == ["hook"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arglist = list(sys.argv[1:] if argv is None else argv)
+    if not _names_hook(arglist):
+        return _main(arglist)
+    # Claude Code reads exit 2 of a hook as "block this action": a hook's own problem (an
+    # unknown argument after an upgrade, say) must never block the agent. It exits 1, a
+    # non-blocking error whose stderr line the agent shows.
+    try:
+        code = _main(arglist)
+    except SystemExit as exc:  # argparse's mistakes, after their one line; --help is 0
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException as exc:
+        print(f"evolog: error: hook: {_one_line(exc)}", file=sys.stderr)
+        code = 1
+    return 1 if code == 2 else code
+
+
+def _main(arglist: list[str]) -> int:
     try:
         args = _fast_args(arglist) or build_parser(_command_of(arglist)).parse_args(arglist)
         handler: Handler = args.func

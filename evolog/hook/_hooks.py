@@ -67,6 +67,8 @@ MAX_STARTED = 256
 """Tool calls remembered as started (PreToolUse without its PostToolUse yet) per session."""
 MAX_CONSTRAINT = 300
 """Characters of a failed tool's constraint (action and error) kept."""
+MAX_PAYLOAD_BYTES = 64 << 20
+"""Most bytes of one hook payload read from stdin."""
 LOCK_TIMEOUT_S = 2.0
 """Seconds a hook waits in all for the store's write lock (``EVOLOG_HOOK_LOCK_TIMEOUT``)."""
 _KNOWN = frozenset(
@@ -92,12 +94,14 @@ def run_hook(agent_kind: str, store: str) -> int:
         policy, warning = content_policy()
         if warning:
             _say(f"evolog hook: {warning}")
-        raw = sys.stdin.buffer.read()
+        raw = _read_payload(sys.stdin.buffer)
         payload = msgspec.json.decode(raw)
         if not isinstance(payload, dict):
             raise ValueError(f"expected a JSON object; got {type(payload).__name__}")
         answer = answer_claude_code(payload, store, policy)
     except BaseException as exc:  # even Ctrl-C or SystemExit: keep the payload, exit 0
+        if isinstance(exc, _PayloadTooLarge):
+            raw = exc.head
         with contextlib.suppress(BaseException):
             _dead_letter(store, raw, exc)
         return 0
@@ -113,6 +117,29 @@ def answer_claude_code(payload: dict[str, Any], store: str, policy: str = "summa
     hook prints, and what the worker answers an http hook with."""
     _, context = handle_claude_code(payload, store, policy)
     return output(str(payload.get("hook_event_name")), context) if context else b""
+
+
+def _read_payload(stream: Any) -> bytes:
+    """stdin in bounded reads, refused past :data:`MAX_PAYLOAD_BYTES` (``/dev/zero``, a
+    runaway producer) before it is all in memory."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := stream.read(min(1 << 20, MAX_PAYLOAD_BYTES + 1 - size)):
+        size += len(chunk)
+        if size > MAX_PAYLOAD_BYTES:
+            # The dead letter keeps the start of what was read (it cuts every entry).
+            chunks.append(chunk[:1024])
+            raise _PayloadTooLarge(b"".join(chunks)[:65536])
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _PayloadTooLarge(ValueError):
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+        super().__init__(
+            f"stdin: expected a hook payload of at most {MAX_PAYLOAD_BYTES} bytes; got more"
+        )
 
 
 def _dead_letter(store: str, raw: bytes, exc: BaseException) -> None:
@@ -321,18 +348,30 @@ def _tool_events(
     if error is not None:
         signals = ["log_error", f"tool_error:{tool}", f"errsig:{error}"]
         out.append(Signal(signals=signals, **env))
-        # A strategy the agent was told to follow just failed a tool: remember not to.
-        out.extend(
-            Constraint(
-                node=node,
-                trace=st.action_id or "",
-                description=f"{action} failed: {error}"[:MAX_CONSTRAINT],
-                failure_class="tool_error",
-                **env,
-            )
-            for node in st.decided
-        )
+        out.extend(_constraints(st, action, error, env))
     return out
+
+
+def _constraints(st: _State, action: str, error: str, env: dict[str, Any]) -> list[Event]:
+    """A strategy the agent was told to follow just failed a tool: remember not to. The
+    error is kept as its signature (type, exit code, status, first line): an error's prose
+    is the tool's (a fetched page's, say), and a constraint is read back as a lesson."""
+    if not st.decided:
+        return []
+    # Imported here: only a failure while following a recalled strategy pays for it.
+    from evolog.projections.memory._untrusted import error_signature, safe_text
+
+    text = f"{safe_text(action, 160)} failed: {error_signature(error, 120)}"
+    return [
+        Constraint(
+            node=node,
+            trace=st.action_id or "",
+            description=text[:MAX_CONSTRAINT],
+            failure_class="tool_error",
+            **env,
+        )
+        for node in st.decided
+    ]
 
 
 def _reported_failure(p: dict[str, Any]) -> str:
