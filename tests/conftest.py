@@ -50,8 +50,10 @@ def store(tmp_path: Path) -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _private_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Point ``XDG_STATE_HOME`` (the hook's fallback dead letter) into the test's temp dir,
-    for this process and every subprocess: a test must never write into the user's home."""
+    """Point ``XDG_STATE_HOME`` (the hook's fallback dead letter) and ``XDG_CACHE_HOME``
+    (``evolog mcp``'s handshake cache) into the test's temp dir, for this process and every
+    subprocess: a test must never read or write the user's home."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
         yield

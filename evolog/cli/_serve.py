@@ -141,7 +141,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     if missing:
         return _error(f"evolog mcp needs the server extra ({missing} is missing): {_EXTRA}", 1)
     from evolog.eventlog import EventLogError
-    from evolog.mcp import run_stdio
+    from evolog.mcp._front import serve_stdio
     from evolog.server import ConfigError
 
     try:
@@ -149,5 +149,5 @@ def run_mcp(args: argparse.Namespace) -> int:
         _ensure_store(config.store)
     except (ConfigError, EventLogError) as exc:
         return _error(str(exc), 2 if isinstance(exc, ValueError) else 1)
-    run_stdio(config)
+    serve_stdio(config)
     return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from ._tools import register
@@ -36,8 +36,18 @@ def build_server(state: AppState, lifespan: Any = None) -> MCPServer:
     return server
 
 
-def run_stdio(config: ServerConfig) -> None:
-    """Serve MCP over stdin/stdout for one client (``evolog mcp``) until it closes."""
+def run_stdio(
+    config: ServerConfig,
+    stdin: Any = None,
+    stdout: Any = None,
+    ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve MCP over stdin/stdout for one client (``evolog mcp``) until it closes.
+
+    ``stdin`` and ``stdout`` (objects with ``readline`` and ``write``/``flush``) replace the
+    process's own, and ``ready`` is called once the SDK is loaded and about to serve: how
+    :mod:`evolog.mcp._front` answers the handshake while the SDK loads.
+    """
     from evolog.server._http import AppState
     from evolog.server._metrics import Metrics
     from evolog.server._store import ServerStore
@@ -53,4 +63,20 @@ def run_stdio(config: ServerConfig) -> None:
         finally:
             await store.stop()
 
-    build_server(state, lifespan).run("stdio")
+    server = build_server(state, lifespan)
+    if stdin is None and stdout is None:
+        server.run("stdio")
+        return
+
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def serve() -> None:
+        async with stdio_server(anyio.wrap_file(stdin), anyio.wrap_file(stdout)) as (r, w):
+            if ready is not None:
+                ready()
+            # MCPServer.run_stdio_async does exactly this with the process's own streams.
+            low = server._lowlevel_server
+            await low.run(r, w, low.create_initialization_options())
+
+    anyio.run(serve)
