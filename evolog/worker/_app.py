@@ -3,8 +3,9 @@
 A payload is recorded by the command hook's own function
 (:func:`evolog.hook._hooks.answer_claude_code`) on one thread, in arrival order, so the
 worker is safe with several sessions and agents at once: their payloads queue, and the log
-serialises appends with every other process anyway. Only ``UserPromptSubmit`` waits for
-its answer (the context to inject), and at most :data:`ANSWER_WAIT_S`: every other event is
+serialises appends with every other process anyway. Only ``SessionStart`` (posted by the
+``SessionStart`` command hook's ``curl``) and ``UserPromptSubmit`` wait for their answer (the
+context to inject), and at most :data:`ANSWER_WAIT_S`: every other event is
 answered at once and recorded behind the answer, so recording a tool call never delays
 the agent (an http hook cannot be ``async`` in Claude Code; answering first is the same).
 A payload that could not be recorded goes to the dead letter, as with the command hook.
@@ -39,10 +40,11 @@ if TYPE_CHECKING:
 __all__ = ["ANSWER_WAIT_S", "HOOK_PATH", "Worker", "worker_app"]
 
 HOOK_PATH = "/hook/claude-code"
-ANSWER_WAIT_S = 5.0
-"""Longest a ``UserPromptSubmit`` waits for its context before it is answered with none."""
+ANSWER_WAIT_S = 4.0
+"""Longest a prompt or a session's start waits for its context before it is answered with
+none (within the ``SessionStart`` curl's 5 s, so the payload is not sent twice)."""
 MAX_PAYLOAD = 4 << 20
-_WAITS = frozenset({"UserPromptSubmit"})
+_WAITS = frozenset({"SessionStart", "UserPromptSubmit"})
 _DREAMS = frozenset({"Stop", "SessionEnd"})
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_PORT",
     "Record",
     "ensure_started",
+    "header_file",
     "read_token",
     "running",
     "stop",
@@ -83,6 +84,25 @@ def read_token(root: str) -> str:
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(token + "\n")
     return token
+
+
+def header_file(root: str) -> str:
+    """A file holding the ``Authorization`` header line (mode 0600), for ``curl -H @FILE``:
+    a token on a command line would show in every user's process list."""
+    line = f"Authorization: Bearer {read_token(root)}\n"
+    path = os.path.join(worker_dir(root), "header")
+    try:
+        with open(path, encoding="ascii") as f:
+            if f.read() == line:
+                return path
+    except OSError:
+        pass
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as f:
+        f.write(line)
+    os.replace(tmp, path)
+    return path
 
 
 def _record_path(root: str) -> str:

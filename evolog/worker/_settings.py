@@ -1,8 +1,10 @@
 """The Claude Code settings that send hooks to the worker, and the hook that starts it.
 
-Claude Code posts every hook event but ``SessionStart`` (and ``Setup``) to an http hook;
-``SessionStart`` stays a command hook, ``evolog hook claude-code --start-worker``, which
-records the payload as ever and starts the store's worker if none runs. The http hooks
+Claude Code posts every hook event but ``SessionStart`` (and ``Setup``) to an http hook, so
+``SessionStart`` is a command hook: ``curl`` posts the payload to the worker (milliseconds,
+where a Python process costs 0.3 s or more), and when no worker answers, the command hook
+``evolog hook claude-code --start-worker`` records it as ever and starts the worker. The
+http hooks
 carry the store's worker secret in an ``Authorization`` header, so the settings printed
 hold it: keep the settings file private (``chmod 600``), or set ``EVOLOG_WORKER_TOKEN`` in
 Claude Code's environment and print them with ``--token-env``.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -20,13 +23,17 @@ from typing import Any
 from evolog.hook._recall import _TOOL_EVENTS, HOOK_EVENTS
 
 __all__ = [
+    "CURL_TIMEOUT_S",
     "START_READY_S",
     "http_settings",
     "http_settings_text",
     "print_http_settings",
+    "session_start",
     "start_worker",
 ]
 
+CURL_TIMEOUT_S = 5
+"""Longest the ``SessionStart`` curl waits for the worker's answer before the fallback."""
 START_READY_S = 8.0
 """How long ``--start-worker`` waits for a worker it started to listen (once per start)."""
 
@@ -45,16 +52,31 @@ def http_settings(
         hook["allowedEnvVars"] = ["EVOLOG_WORKER_TOKEN"]
     else:
         hook["headers"] = {"Authorization": f"Bearer {token}"}
-    env = f"EVOLOG_STORE={store}" + (f" EVOLOG_WORKER_PORT={port}" if port != 8421 else "")
     hooks: dict[str, Any] = {}
     for name in HOOK_EVENTS:
         if name == "SessionStart":
-            start = {"type": "command", "command": f"{env} {command} --start-worker"}
+            start = {"type": "command", "command": session_start(store, port, command)}
             hooks[name] = [{"hooks": [start]}]
             continue
         entry: dict[str, Any] = {"hooks": [hook]}
         hooks[name] = [{"matcher": "*", **entry} if name in _TOOL_EVENTS else entry]
     return {"hooks": hooks}
+
+
+def session_start(store: str, port: int, command: str = "evolog hook claude-code") -> str:
+    """The ``SessionStart`` command: the payload to the worker with ``curl``, else (no worker,
+    no curl, a refusal) to the command hook, which starts the worker."""
+    from ._files import header_file
+
+    q = shlex.quote
+    env = f"EVOLOG_STORE={q(store)}" + (f" EVOLOG_WORKER_PORT={port}" if port != 8421 else "")
+    url = f"http://127.0.0.1:{port}/hook/claude-code"
+    curl = (
+        f"curl -sf --max-time {CURL_TIMEOUT_S} -H @{q(header_file(store))} "
+        f"-H 'Content-Type: application/json' --data-binary @- {url} 2>/dev/null"
+    )
+    fallback = f"{env} {command} --start-worker"
+    return f"p=$(cat); printf '%s' \"$p\" | {curl} || printf '%s' \"$p\" | {fallback}"
 
 
 def http_settings_text(store: str, port: int, token: str | None) -> str:

@@ -1,0 +1,167 @@
+"""The local worker as a real process: its auth, bad payloads, several sessions at once, the
+``SessionStart`` command that posts to it with curl or falls back to the command hook (which
+starts it), and one worker per store."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from _server_util import free_port
+
+from evolog import Memory
+from evolog.worker._files import read_token
+from evolog.worker._settings import session_start
+
+EVOLOG = str(Path(sys.executable).with_name("evolog"))
+
+
+def _evolog(store: str, *args: str, port: int, check: bool = True) -> dict[str, Any]:
+    env = {**os.environ, "EVOLOG_WORKER_PORT": str(port)}
+    done = subprocess.run([EVOLOG, "--store", store, *args], env=env, capture_output=True,
+                          text=True, check=check)  # fmt: skip
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def _events(store: str) -> list[dict[str, Any]]:
+    out = subprocess.run([EVOLOG, "--store", store, "replay"], capture_output=True, text=True,
+                         check=True).stdout  # fmt: skip
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    store = str(tmp_path_factory.mktemp("worker") / "store")
+    with Memory(store) as memory:
+        memory.remember("proj", "ORCA-12: build the gizmo with make -j4")
+    port = free_port()
+    first = _evolog(store, "worker", "start", "--dream-after", "-1", port=port)
+    assert first["started"] is True and first["ready"] is True
+    try:
+        yield store, port
+    finally:
+        stopped = _evolog(store, "worker", "stop", port=port)
+        assert stopped["stopped"] is True
+        assert _evolog(store, "worker", "status", port=port, check=False)["running"] is False
+
+
+def _post(port: int, body: bytes, token: str | None) -> httpx.Response:
+    headers = {"content-type": "application/json"}
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    return httpx.post(f"http://127.0.0.1:{port}/hook/claude-code", content=body,
+                      headers=headers, timeout=30)  # fmt: skip
+
+
+def test_one_worker_per_store(worker: tuple[str, int]) -> None:
+    store, port = worker
+    again = _evolog(store, "worker", "start", port=port)
+    status = _evolog(store, "worker", "status", port=port)
+    assert again["started"] is False and again["pid"] == status["pid"]
+    assert status["hook_url"] == f"http://127.0.0.1:{port}/hook/claude-code"
+    assert os.stat(Path(store, "worker", "token")).st_mode & 0o777 == 0o600
+
+
+def test_the_hook_route_refuses_strangers_and_bad_payloads(worker: tuple[str, int]) -> None:
+    store, port = worker
+    before = len(_events(store))
+    prompt = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "x",
+                         "prompt": "build the gizmo"}).encode()  # fmt: skip
+    none = _post(port, prompt, None)
+    assert none.status_code == 401 and "Authorization" in none.json()["error"]
+    assert _post(port, prompt, "not-the-token").status_code == 401
+    bad = _post(port, b"{not json", read_token(store))
+    assert bad.status_code == 400 and "expected a JSON hook payload" in bad.json()["error"]
+    listed = _post(port, b"[1, 2]", read_token(store))
+    assert listed.status_code == 400
+    assert listed.json()["error"] == "expected a JSON object as the hook payload; got list"
+    assert len(_events(store)) == before
+
+
+def test_several_sessions_at_once_are_each_recorded_whole(worker: tuple[str, int]) -> None:
+    store, port = worker
+    token = read_token(store)
+
+    def session(n: int) -> list[httpx.Response]:
+        sid = f"par-{n}"
+        payloads: list[dict[str, Any]] = [
+            {"hook_event_name": "UserPromptSubmit", "session_id": sid, "prompt": "build the gizmo"}
+        ]
+        for k in range(3):
+            payloads.append({"hook_event_name": "PostToolUse", "session_id": sid,
+                             "tool_name": "Bash", "tool_use_id": f"t{n}-{k}",
+                             "tool_input": {"command": f"make step{k}"},
+                             "tool_response": {"stdout": "ok", "stderr": ""}})  # fmt: skip
+        payloads.append({"hook_event_name": "Stop", "session_id": sid})
+        return [_post(port, json.dumps(p).encode(), token) for p in payloads]
+
+    answers: dict[int, list[httpx.Response]] = {}
+    threads = [threading.Thread(target=lambda n=n: answers.update({n: session(n)}))
+               for n in range(6)]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n in range(6):
+        assert [r.status_code for r in answers[n]] == [200] * 5
+        # The prompt's answer is the context the command hook would print.
+        context = answers[n][0].json()["hookSpecificOutput"]["additionalContext"]
+        assert "ORCA-12" in context
+    _evolog(store, "worker", "stop", port=port)  # what was answered is recorded by now
+    _evolog(store, "worker", "start", "--dream-after", "-1", port=port)
+    events = _events(store)
+    for n in range(6):
+        mine = [e for e in events if e.get("session") == f"par-{n}"]
+        (attempt,) = [e for e in mine if e["kind"] == "attempt"]
+        steps = [e for e in mine if e["kind"] == "step"]
+        assert [s["action"] for s in steps] == [f"Bash make step{k}" for k in range(3)]
+        assert {s["action_id"] for s in steps} == {attempt["action_id"]}
+        (outcome,) = [e for e in mine if e["kind"] == "outcome"]
+        assert (outcome["action_id"], outcome["status"]) == (attempt["action_id"], "success")
+    assert not Path(store, "dead-letter.ndjson").exists()
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="the SessionStart command uses curl")
+def test_session_start_posts_with_curl_else_the_command_hook_starts_the_worker(
+    tmp_path: Path,
+) -> None:
+    store = str(tmp_path / "store")
+    with Memory(store) as memory:
+        memory.remember("proj", "ORCA-12: build the gizmo with make -j4")
+    port = free_port()
+    command = session_start(store, port, f"{EVOLOG} hook claude-code")
+    env = {**os.environ, "EVOLOG_WORKER_DREAM_AFTER": "-1"}
+
+    def start(n: int) -> dict[str, Any]:
+        payload = {"hook_event_name": "SessionStart", "session_id": f"s{n}", "cwd": "/w/proj",
+                   "source": "startup"}  # fmt: skip
+        done = subprocess.run(["sh", "-c", command], input=json.dumps(payload), env=env,
+                              capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+        out: dict[str, Any] = json.loads(done.stdout)
+        return out
+
+    try:
+        # No worker: curl is refused, the command hook answers and starts the worker.
+        assert "ORCA-12" in start(1)["hookSpecificOutput"]["additionalContext"]
+        status = _evolog(store, "worker", "status", port=port)
+        assert status["running"] is True
+        # Now curl reaches the worker, which answers the same.
+        assert "ORCA-12" in start(2)["hookSpecificOutput"]["additionalContext"]
+        assert _evolog(store, "worker", "status", port=port)["pid"] == status["pid"]
+        auth = {"authorization": f"Bearer {read_token(store)}"}
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", headers=auth, timeout=30).text
+        assert 'evolog_http_requests_total{route="hook",status="200"} 1' in metrics
+    finally:
+        _evolog(store, "worker", "stop", port=port)
+    starts = [e for e in _events(store) if e["kind"] == "signal"]
+    assert [e["session"] for e in starts] == ["s1", "s2"]  # each recorded once
