@@ -250,6 +250,32 @@ def kinds(seed: int = 26) -> list[Kind]:
     value = g.s(ALNUM, 40)
     snip("--token X", f"gh-release upload --token {value} dist/app.tar.gz", value,
          command=True)  # fmt: skip
+
+    # -- holes found by attacking the rules (each failed before its fix) --------------------
+    value = g.password(14)
+    snip("url password with @", f"redis://default:{value[:7]}@{value[7:]}@cache:6379/0",
+         value[:7], value[7:])  # fmt: skip
+    value = g.s(DIGITS, 10) + ":AA" + g.s(URLSAFE, 33)
+    snip("telegram bot api url", f"https://api.telegram.org/bot{value}/getUpdates", value)
+    value = g.password(12, "#")
+    snip("prose 'password is'", f"my password is {value} if you need it", value)
+    value = g.s(B64, 40)
+    snip("aws configure prompt", f"AWS Secret Access Key [None]: {value}", value)
+    value = g.password(14)
+    snip("makefile :=", f"DB_PASSWORD := {value}", value)
+    value = g.password(14)
+    snip("pgpass line", f"db.internal:5432:app:app:{value}", value)
+    value = g.password(12)
+    snip("htpasswd -b", f"htpasswd -b /etc/nginx/.htpasswd admin {value}", value, command=True)
+    value = g.password(12)
+    snip("echo | sudo -S", f"echo '{value}' | sudo -S systemctl restart app", value,
+         command=True)  # fmt: skip
+    value = g.password(14)
+    snip("kubectl --from-literal", f"kubectl create secret generic db "
+         f"--from-literal=password={value}", value, command=True)  # fmt: skip
+    value = g.password(14)
+    snip("docker -e", f"docker run -e POSTGRES_PASSWORD={value} -d postgres:16", value,
+         command=True)  # fmt: skip
     return out
 
 
@@ -349,6 +375,10 @@ def benign(seed: int = 26) -> list[str]:
         "https://example.com:8443/path?email=a@b.com", "password:", "token expired, retrying",
         "-----BEGIN PUBLIC KEY-----",
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIKq user@host", "node --max-old-space-size=4096",
+        "src/app.py:12:5: error: undefined name 'x'", "tests/test_x.py:42: AssertionError",
+        "the token is expired", "password is required", "echo hello | sudo tee /etc/motd",
+        "htpasswd -c .htpasswd admin && ls", "mac 00:11:22:33:44:55 up", "at 12:30:45 UTC",
+        "ipv6 fe80::1:2:3:4 link", "listening on 0.0.0.0:8080",
     ]  # fmt: skip
     generated: list[str] = []
     for _ in range(10):

@@ -58,6 +58,14 @@ def test_a_secret_named_key_of_a_structure_is_redacted() -> None:
     assert value not in out and '"host":"db"' in out and out.count("[REDACTED]") >= 2
 
 
+def test_no_rule_reaches_past_an_escaped_newline_into_another_secret() -> None:
+    # In JSON text every line is one: the .netrc rule ("machine|default ... password X")
+    # once ran from an ini "[default]" to a later "my password is X" and cut "is".
+    (k,) = [k for k in KINDS if k.name == "prose 'password is'"]
+    text = json.dumps({"out": f"[default]\nregion = eu-west-1\n\n{k.snippet}"})
+    assert not leaks(k, kept(text) or "")
+
+
 def test_a_secret_cut_at_the_dead_letter_limit_is_still_redacted(tmp_path: Path) -> None:
     (k,) = [k for k in KINDS if k.name == "github classic pat"]
     pad = "x" * (DEAD_LETTER_ENTRY - 20 - len('{"prompt": "'))
@@ -66,6 +74,18 @@ def test_a_secret_cut_at_the_dead_letter_limit_is_still_redacted(tmp_path: Path)
     text = (tmp_path / "s" / "dead-letter.ndjson").read_text()
     assert json.loads(text)["payload_chars"] > DEAD_LETTER_ENTRY
     assert not leaks(k, text)
+
+
+def test_a_token_hidden_by_a_json_unicode_escape_is_redacted_in_the_dead_letter(
+    tmp_path: Path,
+) -> None:
+    # The payload does not parse, so the dead letter keeps it as text, where "\u0067hp_"
+    # is a token the rules would not see.
+    (k,) = [k for k in KINDS if k.name == "github classic pat"]
+    raw = '{"prompt": "use \\u0067' + k.snippet[1:] + '", oops'
+    run_hook(tmp_path / "s", raw.encode())
+    text = (tmp_path / "s" / "dead-letter.ndjson").read_text()
+    assert not leaks(k, text) and "[REDACTED]" in text
 
 
 # -- end to end -----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import time
 from collections.abc import Iterator
 from typing import Any, Final, Generic, TypeVar
@@ -191,7 +192,9 @@ def fallback_dead_letter() -> str:
 
 def keep_dead_letter(store_root: str, raw: bytes, error: str) -> tuple[str | None, str]:
     """Append a dead letter; return (the file it went to, "") or (None, why it could not)."""
-    text = raw.decode("utf-8", "replace")
+    # A JSON "\u0067hp_..." escape would hide a token from the rules: printable ASCII
+    # escapes are read back first (a quote or a backslash stays escaped).
+    text = _ESCAPED.sub(_unescape, raw.decode("utf-8", "replace"))
     entry: dict[str, Any] = {"at_us": time.time_ns() // 1000, "error": redact(error)}
     if len(text) > DEAD_LETTER_ENTRY:
         entry["payload_chars"] = len(text)
@@ -214,6 +217,14 @@ def keep_dead_letter(store_root: str, raw: bytes, error: str) -> tuple[str | Non
         except OSError as exc:
             why.append(f"{path}: {exc.strerror or exc}")
     return None, "; ".join(why)
+
+
+_ESCAPED: Final = re.compile(r"\\u00([2-7][0-9a-fA-F])")
+
+
+def _unescape(m: re.Match[str]) -> str:
+    char = chr(int(m.group(1), 16))
+    return m.group(0) if char in '"\\\x7f' else char
 
 
 def _append(path: str, line: bytes) -> None:

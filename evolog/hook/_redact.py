@@ -19,7 +19,9 @@ Rules, each replacing the secret (never its label) with ``[REDACTED]``:
 - ``Authorization``/``Cookie`` header values, ``bearer``/``basic``/``token <value>``;
 - command lines: ``--password X`` and other secret-named flags, ``curl -u user:pass``,
   ``mysql -pX``, ``sshpass -p X``, ``docker login -p X``, ``openssl -pass pass:X``,
-  ``smbclient -U user%pass``, ``.netrc`` lines.
+  ``smbclient -U user%pass``, ``htpasswd -b file user X``, ``echo X | sudo -S``;
+- files and prompts: ``.netrc`` and ``.pgpass`` lines, "password is X" (X with a digit or
+  a symbol), ``Secret Access Key [None]: X``.
 
 A rule runs only when one of its (lower-case) trigger substrings occurs in the text, and is
 compiled on first use: most text triggers a few rules, and a cold hook pays for those only.
@@ -54,7 +56,9 @@ _UNQUOTED = r"""(?![{\[])[^\s"'`,;\\&<>]+"""
 _QUOTED_OR_NOT = rf"(?(q)(?:(?!(?P=q))[^\n])+|{_UNQUOTED})"
 _VALUE = r"""(?:'[^'\n]*'|"[^"\n]*"|[^\s'"\\]+)"""
 _GENERATED = r"(?=[\w/+=.-]*\d)(?=[\w/+=.-]*[A-Za-z])[\w/+=.-]{16,}"
-_CMD_TAIL = r"[^\n|;&]*?"
+# The rest of a command line, lazily: not past a newline, escaped ("\\n" in JSON text) or not,
+# else a rule could reach into the next line and cut a word another rule needs.
+_CMD_TAIL = r"(?:(?!\\n)[^\n|;&])*?"
 # Where a token may start: not inside a word, but also right after an escaped newline or tab
 # (in JSON text a line "AKIA..." of a file reads "\\nAKIA...", and "n" is a word character).
 _B = r"(?:(?<!\w)|(?<=\\[nrt]))"
@@ -85,7 +89,7 @@ _TOKENS: Final = (
     (("lin_",), _B + r"lin_(?:api|oauth)_[A-Za-z0-9]{40}\b"),
     (("pmak-",), _B + r"PMAK-[0-9a-f]{24}-[0-9a-f]{34}\b"),
     (("eaaa", "sq0"), _B + r"(?:EAAA[\w-]{60}|sq0(?:atp|csp)-[\w-]{22,})"),
-    ((":aa",), _B + r"\d{8,10}:AA[\w-]{33}\b"),
+    ((":aa",), r"(?:(?<!\w)|(?<=\\[nrt])|(?<=bot))\d{8,10}:AA[\w-]{33}\b"),
     (("age-secret-key-",), _B + r"AGE-SECRET-KEY-1[0-9A-Z]{58}\b"),
     (("eyj",), _B + r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}"),
 )  # fmt: skip
@@ -101,12 +105,12 @@ _RULES: Final = (
     # URLs: a password (may hold "/", not a port), a long bare token as the user.
     (("://",),
      r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@'\"\\]+:)(?!\d{1,5}(?:[/?#'\"\\\s]|$))"
-     r"[^\s@'\"\\]+(?=@)", rf"\1{REDACTED}"),
+     r"(?:[^\s@'\"\\]|@(?=[^\s/'\"\\]*@))+(?=@)", rf"\1{REDACTED}"),
     (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://)[\w-]{20,}(?=@)", rf"\1{REDACTED}"),
     (("hooks.slack.com",), r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[\w/+-]+",
      rf"\1{REDACTED}"),
     (("/api/webhooks/",), r"(discord(?:app)?\.com/api/webhooks/\d+/)[\w-]+", rf"\1{REDACTED}"),
-    (("?", "&"),
+    (("token", "key", "secret", "passw", "sig", "auth", "credential"),
      r"(?i)([?&][\w.-]*(?:token|key|secret|passw(?:or)?d|sig|signature|auth|credential)"
      r"[\w.-]*=)[^&\s\"'#\\]+", rf"\1{REDACTED}"),
     # Headers.
@@ -119,7 +123,7 @@ _RULES: Final = (
      r"(?i)" + _B + r"((?:bearer|basic|token)\s+)(?=[\w.~+/=-]*\d)[\w.~+/=-]{12,}",
      rf"\1{REDACTED}"),
     # Command lines.
-    (("-",),
+    (("pass", "secret", "token", "key", "cookie"),
      r"(?i)(?<![\w-])(--?(?![\w-]*(?:stdin|file|path|env|name|length|prompt|cmd|command|dir"
      r"|count|limit|type|expir)\b)[\w-]*(?:password|passwd|passphrase|secret|token(?!s|iz)"
      r"|api-?key|access-?key|auth-?key|cookie)[\w-]*(?:\s+|=))(?!-)" + _VALUE,
@@ -138,14 +142,32 @@ _RULES: Final = (
     (("smbclient",),
      _B + rf"(smbclient\b{_CMD_TAIL}\s(?:-U|--user(?:name)?)[=\s]\s*['\"]?[^\s%'\"]+%)"
      r"[^\s'\"]+", rf"\1{REDACTED}"),
-    (("password",), r"(?i)(" + _B + r"(?:machine|default)\b[^\n]*?\bpassword\s+)[^\s'\"\\]+",
+    (("password",),
+     r"(?i)(" + _B + r"(?:machine|default)\b(?:(?!\\n)[^\n])*?\bpassword\s+)[^\s'\"\\]+",
      rf"\1{REDACTED}"),
     (("password",), r"(?im)(?:^|(?<=\\n))(\s*password\s+)[^\s'\"\\]+(?=\s*$|\\n)",
      rf"\1{REDACTED}"),
+    # Prose and prompts: "my password is X", "AWS Secret Access Key [None]: X".
+    (("pass", "secret", "token", "pin", "key"),
+     r"(?i)" + _B + r"((?:password|passphrase|passwd|pin|token|secret|api key)\s+(?:is|was)\s+"
+     r"['\"]?)(?=\S*[\d!#$%^&*@/+=])[^\s'\"\\]{6,}", rf"\1{REDACTED}"),
+    (("access key",),
+     r"(?i)" + _B + r"((?:secret\s+access\s+key|access\s+key\s+id)\s*(?:\[[^\]\n]*\])?\s*"
+     r"[:=]\s*)[^\s'\"\\]+", rf"\1{REDACTED}"),
+    # .pgpass (host:port:db:user:password), htpasswd -b, a password piped to sudo -S.
+    ((":",),
+     r"((?:(?<![\w.:/\\-])|(?<=\\n))[\w.-]+:(?:\d+|\*):[^\s:]+:[^\s:]+:)[^\s:'\"\\]+"
+     r"(?=[\s'\"\\]|$)", rf"\1{REDACTED}"),
+    (("htpasswd",),
+     _B + r"(htpasswd(?:\s+-\w+)*?\s+-\w*b\w*(?:\s+-\w+)*\s+[^\s-]\S*\s+\S+\s+)" + _VALUE,
+     rf"\1{REDACTED}"),
+    (("sudo",),
+     _B + r"((?:echo|printf)\s+(?:-\w+\s+)*)" + _VALUE
+     + r"(?=\s*\|\s*sudo\s+(?:-\w+\s+)*-\w*S)", rf"\1{REDACTED}"),
     # Assignments: NAME=value, name: value, "name": "value" (escaped to any depth).
     (("pass", "pwd", "secret", "token", "key", "credential", "auth", "_pw", "-pw", ".pw",
       "pin", "pat"),
-     rf"(?i)(?<![\w.-])({_NAME}(?:{_Q})?\s*[=:]\s*(?P<q>{_Q})?)" + _QUOTED_OR_NOT,
+     rf"(?i)(?<![\w.-])({_NAME}(?:{_Q})?\s*(?:[:?+]?=|:)\s*(?P<q>{_Q})?)" + _QUOTED_OR_NOT,
      rf"\1{REDACTED}"),
     ((";pwd", "; pwd"), r"(?i)(;\s*pwd\s*=\s*)[^;\s\"'\\]+", rf"\1{REDACTED}"),
     (("key",), rf"(?i)(?<![\w.-])([\w.-]*[_.-]?key(?:{_Q})?\s*[=:]\s*(?:{_Q})?){_GENERATED}",
