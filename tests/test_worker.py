@@ -165,3 +165,30 @@ def test_session_start_posts_with_curl_else_the_command_hook_starts_the_worker(
         _evolog(store, "worker", "stop", port=port)
     starts = [e for e in _events(store) if e["kind"] == "signal"]
     assert [e["session"] for e in starts] == ["s1", "s2"]  # each recorded once
+
+
+def test_a_record_naming_another_program_is_no_worker(tmp_path: Path) -> None:
+    from evolog.worker._files import Record, write_record
+
+    store = str(tmp_path / "store")
+    Memory(store).close()
+    write_record(store, Record(pid=os.getpid(), port=1, ready=True))  # alive, but not a worker
+    assert _evolog(store, "worker", "status", port=1, check=False)["running"] is False
+
+
+def test_the_session_start_hook_with_a_worker_running_stays_lean(worker: tuple[str, int]) -> None:
+    store, port = worker
+    code = (
+        "import sys\n"
+        "from evolog.cli._main import main\n"
+        "code = main(['--store', sys.argv[1], 'hook', 'claude-code', '--start-worker'])\n"
+        "names = ('starlette', 'uvicorn', 'mcp', 'duckdb', 'pyarrow', 'anthropic')\n"
+        "heavy = sorted(m for m in names if m in sys.modules)\n"
+        "print(code, heavy)\n"
+    )
+    payload = json.dumps({"hook_event_name": "SessionStart", "session_id": "lean", "cwd": "/w"})
+    env = {**os.environ, "EVOLOG_WORKER_PORT": str(port)}
+    done = subprocess.run([sys.executable, "-c", code, store], input=payload, env=env,
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stdout.splitlines()[-1] == "0 []"
+    assert _evolog(store, "worker", "status", port=port)["running"] is True

@@ -150,10 +150,23 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _is_worker(pid: int) -> bool:
+    """Whether ``pid`` runs ``evolog ... worker run`` (a pid reused after a crash or a
+    reboot by another program is not our worker)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            words = f.read().split(b"\0")
+    except OSError:
+        return True  # no /proc (not Linux): trust the pid
+    return b"worker" in words and b"run" in words
+
+
 def running(root: str) -> Record | None:
     """The record of this store's worker if its process is alive."""
     record = read_record(root)
-    return record if record is not None and _alive(record.pid) else None
+    if record is None or not _alive(record.pid) or not _is_worker(record.pid):
+        return None
+    return record
 
 
 @contextlib.contextmanager
