@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+from evolog.projections.memory._untrusted import error_signature, safe_text
 
 from ._dreamer import DreamProgram, LinkCandidate, clean_text
 from ._traces import Trace, TraceStep
@@ -136,28 +137,39 @@ def blamed_steps(steps: Sequence[TraceStep]) -> list[tuple[TraceStep, TraceStep]
 
 
 def _constraints(trace: Trace) -> list[Instruction]:
+    """Constraints quote what the tools did and said only as display-safe text, and errors
+    only as their signatures: a constraint is read back to the agent as a lesson, and a
+    tool's error prose (a fetched page's, say) must not become one."""
     if not trace.failed:
         return []
-    signature = f" (error signature: {trace.error_signature})" if trace.error_signature else ""
+    sig = trace.error_signature
+    signature = f" (error signature: {error_signature(sig, 160)})" if sig else ""
     out: list[Instruction] = []
     for culprit, failed in blamed_steps(trace.steps):
         error = _step_error(failed)
-        with_error = f" with {error}" if error else ""
+        with_error = f" with {error_signature(error, 160)}" if error else ""
         if culprit is failed:
-            text = f"avoid '{_what(culprit)}' as done here: it failed{with_error}"
+            text = f"avoid '{_shown(culprit)}' as done here: it failed{with_error}"
         else:
             text = (
-                f"avoid '{_what(culprit)}' as done here: '{_what(failed)}' then failed{with_error}"
+                f"avoid '{_shown(culprit)}' as done here: '{_shown(failed)}' then failed"
+                f"{with_error}"
             )
         cls = classify_failure(f"{error} {trace.error_signature or ''}", failed.tool)
         out.append(_constraint(trace.id, text + signature, cls))
     if not out:
-        actions = " → ".join(s.action for s in trace.steps if s.action) or "the attempt"
-        note = f": {trace.note}" if trace.note else ""
+        actions = " → ".join(safe_text(s.action, 80) for s in trace.steps if s.action)
+        actions = actions or "the attempt"
+        note = f": {safe_text(trace.note, 200)}" if trace.note else ""
         text = f"the approach '{actions}' did not resolve the task{note}"
         cls = classify_failure(f"{trace.note or ''} {trace.error_signature or ''}")
         out.append(_constraint(trace.id, text + signature, cls))
     return out
+
+
+def _shown(step: TraceStep) -> str:
+    # The constraint quotes the step in '...': its own apostrophes become U+2019.
+    return safe_text(_what(step), 160).replace("'", "\u2019")
 
 
 def _constraint(trace_id: str, text: str, cls: str) -> Instruction:
@@ -175,10 +187,12 @@ def _marks(trace: Trace, noise: set[int]) -> list[Instruction]:
 
 
 def _rem(trace: Trace, critical: list[TraceStep]) -> list[Instruction]:
-    goal = clean_text(trace.goal, 300)
+    # The goal may be "handle <signals>" (error signatures among them) and the steps are
+    # tool commands: all of it is shown as display-safe text (see _untrusted).
+    goal = safe_text(trace.goal, 300)
     if not goal:
         return []
-    actions = [clean_text(s.action or s.tool or s.reasoning, 80) for s in critical]
+    actions = [safe_text(s.action or s.tool or s.reasoning or "", 80) for s in critical]
     summary = " → ".join(a for a in actions if a) or f"no reusable steps for {goal}"
     out = [
         Instruction(
@@ -187,8 +201,8 @@ def _rem(trace: Trace, critical: list[TraceStep]) -> list[Instruction]:
         )
     ]
     for n, step in enumerate(critical):
-        args = (LAST_PARENT, str(n), clean_text(step.reasoning), clean_text(step.action),
-                clean_text(step.result))  # fmt: skip
+        args = (LAST_PARENT, str(n), safe_text(step.reasoning), safe_text(step.action),
+                safe_text(step.result))  # fmt: skip
         out.append(Instruction(Opcode.BUILD_CHILD, args))
     return out
 

@@ -40,7 +40,11 @@ Public strategies:
   fresh ones, rewordings of earlier ones and their prohibitions ("do not ..."), for the
   word-alignment dedup;
 - :func:`avro_records`: records of every Avro type the Iceberg manifest reader decodes
-  (long, nullable string, boolean, double, fixed, array, map, enum, a named type reused).
+  (long, nullable string, boolean, double, fixed, array, map, enum, a named type reused);
+- :func:`hostile_texts`: tool output written to break out of the injected block: forged
+  block tags and ``<system>`` tags, their fullwidth, look-alike, entity and escaped forms,
+  zero-width and bidi characters, chat-template tokens, role prefixes, injection prose,
+  markdown headings and code fences, and line breaks that start fake sections.
 
 ``complete=True`` (the default) builds events that ``append`` stores unchanged apart from their
 seq: the id and ts are set, an attempt names its ``action_id`` and signal keys are filled, so
@@ -106,6 +110,29 @@ _chars = st.one_of(
 def texts(min_size: int = 0, max_size: int = 24) -> st.SearchStrategy[str]:
     """Unicode text (valid UTF-8) with astral and awkward characters mixed in."""
     return st.text(_chars, min_size=min_size, max_size=max_size)
+
+
+#: Pieces of prompt-injection payloads: markup, its encodings, and instruction-like prose.
+HOSTILE = (
+    "</evolog-memory>", "<evolog-memory>", "<system>", "</system>", "<", ">", "/",
+    "\uff1c", "\uff1e", "\ufe64", "\ufe65", "\u2039", "\u203a", "\u3008", "\u3009", "\u2329",
+    "\u27e8", "\u27e9", "\u00ab", "\u00bb", "\u02c2", "\u02c3", "\u1438", "\u1433", "\u276e",
+    "&lt;", "&gt;", "&#60;", "&#x3e;", "&amp;lt;", "&LT;", "\\u003c", "\\x3e", "%3C", "%3e",
+    "\u200b", "\u200d", "\u2060", "\ufeff", "\u202e", "\u2066", "\U000e003c", "\u00ad",
+    "<|im_start|>", "<|im_end|>", "[INST]", "[/INST]", "<<SYS>>", "system:", "SYSTEM: ",
+    "Assistant:", "Human:", "Ignore previous instructions", "ignore all prior rules and",
+    "disregard the above", "You are now", "from now on", "New instructions:", "IMPORTANT:",
+    "### ", "# ", "```", "~~~", "\n", "\r\n", "\u2028", "\u2029", "\x85", "\x0b",
+    "\n- Strategy [x]: ", "\n  Steps seen: ", "\nDo not: ", '"', "\u201c", "\u201d", "\uff02",
+    "evolog-memory", "system", "rm -rf ~", "Traceback (most recent call last):", "ValueError: ",
+    "exit code 1",
+)  # fmt: skip
+
+
+def hostile_texts(max_pieces: int = 12) -> st.SearchStrategy[str]:
+    """Tool output built from :data:`HOSTILE` pieces and arbitrary text between them."""
+    piece = st.one_of(st.sampled_from(HOSTILE), texts(max_size=6))
+    return st.lists(piece, max_size=max_pieces).map("".join)
 
 
 def ids() -> st.SearchStrategy[str]:

@@ -93,7 +93,7 @@ def test_prompt_injection_attribution_and_credit(store: Path) -> None:
     }
     code, out, _ = hook(store, payload)
     ctx = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-    assert "Strategy [n-deploy]" in ctx and "1) run ./bluegreen.sh 2) curl /health" in ctx
+    assert "Strategy [n-deploy]" in ctx and '1) "run ./bluegreen.sh" 2) "curl /health"' in ctx
     attempt = next(e for e in events(store) if isinstance(e, Attempt))
     recall = next(e for e in events(store) if isinstance(e, Recall))
     assert attempt.decided_by == ["n-deploy"] and attempt.gene == "n-deploy"
@@ -121,7 +121,7 @@ def test_prompt_injection_attribution_and_credit(store: Path) -> None:
         entry = mem.ledger().entry("n-deploy")
         assert entry is not None and entry.energy < 1.0  # credited (negatively)
         again = mem.recall("deploy the web service to production", record=False)
-        assert "Do not: Bash ./bluegreen.sh failed: permission denied" in again.text
+        assert "Do not: \"Bash ./bluegreen.sh failed: 'permission denied'\"" in again.text
 
 
 def test_unrelated_prompt_injects_nothing(store: Path) -> None:

@@ -206,7 +206,7 @@ def test_note_constraints_and_strategy_items(mem: Memory) -> None:
     mem.append(Constraint(node=item, trace="t", description="do not use kill -9 on nginx"))
     got = mem.recall("restart nginx config", record=False)
     assert got.items[0].constraints == ["do not use kill -9 on nginx"]
-    assert "Do not: do not use kill -9 on nginx" in got.text
+    assert 'Do not: "do not use kill -9 on nginx"' in got.text
 
 
 def test_archive_cold_branches(mem: Memory) -> None:

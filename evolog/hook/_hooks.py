@@ -348,18 +348,30 @@ def _tool_events(
     if error is not None:
         signals = ["log_error", f"tool_error:{tool}", f"errsig:{error}"]
         out.append(Signal(signals=signals, **env))
-        # A strategy the agent was told to follow just failed a tool: remember not to.
-        out.extend(
-            Constraint(
-                node=node,
-                trace=st.action_id or "",
-                description=f"{action} failed: {error}"[:MAX_CONSTRAINT],
-                failure_class="tool_error",
-                **env,
-            )
-            for node in st.decided
-        )
+        out.extend(_constraints(st, action, error, env))
     return out
+
+
+def _constraints(st: _State, action: str, error: str, env: dict[str, Any]) -> list[Event]:
+    """A strategy the agent was told to follow just failed a tool: remember not to. The
+    error is kept as its signature (type, exit code, status, first line): an error's prose
+    is the tool's (a fetched page's, say), and a constraint is read back as a lesson."""
+    if not st.decided:
+        return []
+    # Imported here: only a failure while following a recalled strategy pays for it.
+    from evolog.projections.memory._untrusted import error_signature, safe_text
+
+    text = f"{safe_text(action, 160)} failed: {error_signature(error, 120)}"
+    return [
+        Constraint(
+            node=node,
+            trace=st.action_id or "",
+            description=text[:MAX_CONSTRAINT],
+            failure_class="tool_error",
+            **env,
+        )
+        for node in st.decided
+    ]
 
 
 def _reported_failure(p: dict[str, Any]) -> str:

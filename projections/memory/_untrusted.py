@@ -1,0 +1,196 @@
+"""Untrusted text as display text: what any memory text becomes before an agent reads it.
+
+Everything a memory item says may come from tool output (a Bash command, a fetched page's
+error, a file's contents, a model's summary of those), and the recalled block is injected
+into the agent's prompt. So every such text is shown as data that cannot act as markup or
+as an instruction, whatever it holds (:func:`safe_text`):
+
+* HTML entities and ``\\u003c`` / ``\\x3c`` / ``%3C`` escapes are decoded first, then the
+  text is NFKC-normalised (the fullwidth and small forms of ``<`` become ``<``), so an
+  encoded bracket is a bracket;
+* every ``<`` and ``>`` and their look-alikes (angle quotation marks, CJK and mathematical
+  angle brackets, modifier arrowheads, Canadian syllabics PA / PO ...) become ``(`` and
+  ``)`` (arrows such as ``->`` and ``=>`` first become ``→`` and ``⇒``): no text can open
+  or close a tag, the block's own included;
+* control, format (zero-width, bidi, BOM, tag characters), private-use and unassigned code
+  points are dropped or replaced, and every run of whitespace, line and paragraph
+  separators included, becomes one space: no text can start a line of its own, so none
+  can start a fake section, heading or list item;
+* double quotes and their look-alikes become ``'`` and runs of three or more backticks or
+  tildes become one ``'``, so a quoted text cannot end its quotes or open a code fence;
+* chat-template tokens (``<|im_start|>``, ``[INST]``, ``<<SYS>>``), role prefixes
+  (``system:``, ``assistant:``) and the usual injection phrases ("ignore previous
+  instructions", "you are now", "new instructions", "from now on") are replaced by
+  ``[instruction-like text removed]`` (a heuristic: the structural rules above are the
+  guarantee, this only keeps the commonest phrasings out of sight);
+* the result is cut to a bound.
+
+:func:`quoted` puts that text in double quotes: the block's header says quoted parts are
+recorded data, not instructions. :func:`error_signature` reduces a tool's error text to what
+identifies the failure (exception type, exit code, HTTP status, errno, the first meaningful
+line), so an error message's prose never becomes a lesson of its own.
+
+Only the standard library is imported: the Claude Code hook calls this on its recording path.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+import unicodedata
+from typing import Final
+
+__all__ = ["REMOVED", "error_signature", "quoted", "safe_text"]
+
+REMOVED: Final = "[instruction-like text removed]"
+
+# Look-alikes of < > and " are found by their Unicode names (angle quotation marks, CJK and
+# mathematical angle brackets, arrowheads, less-than signs and their variants, double
+# primes and every double quotation mark), plus letters that are drawn as < and > (Canadian
+# syllabics PA / PO and their kin).
+_OPENING: Final = re.compile(
+    r"LESS-THAN|LEFT(?:-POINTING| POINTING)? (?:CURVED |DOUBLE |WHITE )?ANGLE"
+    r"|LEFT(?:WARDS)? (?:DOUBLE )?ARROWHEAD|LEFT CHEVRON"
+)
+_CLOSING: Final = re.compile(
+    r"GREATER-THAN|RIGHT(?:-POINTING| POINTING)? (?:CURVED |DOUBLE |WHITE )?ANGLE"
+    r"|RIGHT(?:WARDS)? (?:DOUBLE )?ARROWHEAD|RIGHT CHEVRON"
+)
+_QUOTING: Final = re.compile(
+    r"DOUBLE.*(?:QUOTATION|COMMA|PRIME)|^(?:FULLWIDTH )?QUOTATION MARK|DITTO|DOUBLE PRIME"
+    r"|QUOTATION MARK ORNAMENT"
+)
+_DRAWN: Final = {"\u1438": "(", "\u1433": ")", "\u1445": "(", "\u1441": ")", "\u144a": ")",
+                 "\u15d1": "(", "\u15d5": ")", "\u1ce7": "(", "\u1ce8": ")"}  # fmt: skip
+_ARROWS: Final = (("<->", "\u2194"), ("<=>", "\u21d4"), ("->", "\u2192"), ("<-", "\u2190"),
+                  ("=>", "\u21d2"))  # fmt: skip
+_BRACKETS: Final = {ord("<"): "(", ord(">"): ")", ord('"'): "'"}
+# Escapes of a bracket or a quote that a reader (or a later decoder) would turn back into one.
+_ESCAPED: Final = re.compile(
+    r"(?i)\\u\{?0*(3c|3e|22)\}?|\\x(3c|3e|22)|%(3c|3e|22)|\\(0?74|0?76|0?42)(?![0-7])"
+)
+_ESCAPED_AS: Final = {"3c": "<", "3e": ">", "22": '"', "074": "<", "076": ">", "042": '"',
+                      "74": "<", "76": ">", "42": '"'}  # fmt: skip
+_FENCE: Final = re.compile(r"`{3,}|~{3,}")
+_HASHES: Final = re.compile(r"#{2,}")
+_SPACE: Final = re.compile(r"\s+")
+# Phrases match inside words too ("0ignore previous instructions0" is still read as one);
+# role prefixes need a word start, or every "filesystem:" would go.
+_INSTRUCTION: Final = re.compile(
+    r"(?i)"
+    r"\(\|[^|()]{0,40}\|\)"  # chat-template tokens, <|im_start|> once the brackets are gone
+    r"|\[/?(?:inst|sys|system)\]|\(\(/?sys\)\)"
+    r"|(?:ignore|disregard|forget|override|bypass)[^.;!?]{0,60}?"
+    r"(?:instruction|prompt|rule|guideline|direction|directive|guardrail|context|message"
+    r"|constraint|memor|above|earlier|previous|prior)\w*"
+    r"(?:\s+(?:instruction|prompt|rule|guideline|direction|directive|message)\w*)?"
+    r"|(?:new|updated|real|actual|hidden|secret|true|additional|revised)\s+"
+    r"(?:system\s+)?(?:instruction|directive|system\s+prompt)"
+    r"|system\s*(?:prompt|message|override|instruction)"
+    r"|you\s+(?:are|must|will|should|shall)\s+now|from\s+now\s+on"
+    r"|(?:act|behave|respond)\s+as\s+(?:if|though|an?\b|the\b)|pretend\s+(?:to|you)"
+    r"|\b(?:system|assistant|developer|human)\s*(?:message|prompt|turn)?\s*:"
+    r"|(?:important|attention|urgent|note\s+to\s+(?:the\s+)?(?:ai|assistant|model|agent"
+    r"|llm|claude))\s*[:!]"
+)
+_TRAILING: Final = re.compile(r"(?:\s*\[instruction-like text removed\])+")
+
+
+def safe_text(text: str, limit: int = 400) -> str:
+    """``text`` as one line that cannot open or close a tag, start a line, end a quote or
+    read as a chat-template or role marker, at most ``limit`` characters (see the module
+    docstring for each rule)."""
+    s = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates cannot be shown
+    # A long text is cut first (with room for what decoding shrinks) so the work is bounded.
+    s = s[: 4 * limit + 64]
+    # Double-encoded entities (&amp;lt;) decode in a second round, fullwidth ones
+    # once NFKC has made them ASCII; past three rounds what is left is shown as it is.
+    for _ in range(3):
+        decoded = unicodedata.normalize("NFKC", html.unescape(_ESCAPED.sub(_unescape, s)))
+        if decoded == s:
+            break
+        s = decoded
+    s = "".join(c if c.isascii() and c.isprintable() else _char(c) for c in s)
+    for arrow, sign in _ARROWS:
+        s = s.replace(arrow, sign)
+    s = s.translate(_BRACKETS)
+    s = _FENCE.sub("'", s)
+    s = _HASHES.sub("#", s)
+    s = _SPACE.sub(" ", s).strip()
+    s = _INSTRUCTION.sub(REMOVED, s)
+    s = _TRAILING.sub(" " + REMOVED, s).strip()
+    if len(s) <= limit:
+        return s
+    return s[: max(limit - 1, 0)].rstrip() + "…" if limit > 0 else ""
+
+
+def quoted(text: str, limit: int = 400) -> str:
+    """:func:`safe_text` in double quotes (the text itself holds none)."""
+    return f'"{safe_text(text, max(limit - 2, 1))}"'
+
+
+def _unescape(m: re.Match[str]) -> str:
+    return _ESCAPED_AS[next(g for g in m.groups() if g).lower()]
+
+
+@functools.lru_cache(maxsize=4096)
+def _char(c: str) -> str:
+    cat = unicodedata.category(c)
+    if cat[0] == "C":
+        # Controls (line breaks, tabs) separate words; zero-width, bidi and tag characters
+        # (Cf) hide text from a reader and are dropped; the rest has no safe glyph.
+        return " " if cat == "Cc" else "" if cat == "Cf" else "?"
+    if cat[0] == "Z":
+        return " "
+    if c in _DRAWN:
+        return _DRAWN[c]
+    name = unicodedata.name(c, "")
+    if _QUOTING.search(name):
+        return "'"
+    if _OPENING.search(name):
+        return "(" if not _CLOSING.search(name) else "()"
+    return ")" if _CLOSING.search(name) else c
+
+
+_TYPE: Final = re.compile(
+    r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Fault|Failure))\b"
+)
+_EXIT: Final = re.compile(
+    r"(?i)\b(?:exit(?:ed)?(?:\s+with)?(?:\s+non-zero)?\s*(?:code|status)(?:\s+code)?"
+    r"|return\s*code|returncode)\s*[:=]?\s*(-?\d{1,4})\b"
+)
+_HTTP: Final = re.compile(
+    r"(?i)\b(?:http(?:/\d(?:\.\d)?)?|status(?:\s+code)?|response\s+code)\s*[:=]?\s*([1-5]\d\d)\b"
+)
+_ERRNO: Final = re.compile(
+    r"\b(E(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|NOSPC|CONNREFUSED|CONNRESET|TIMEDOUT|PIPE"
+    r"|AGAIN|NOMEM|ROFS|BUSY|NOTEMPTY|INVAL))\b"
+)
+_NOISE_LINE: Final = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\):|File \".*\", line \d+|\^+|~+|-+|=+|at \S+\(.*\))"
+    r"\s*$"
+)
+_SIGNATURE_LINE: Final = 120
+
+
+def error_signature(text: str | None, limit: int = 200) -> str:
+    """What identifies a tool's failure in ``text``: the exception type, exit code, HTTP
+    status and errno found in it, then its first meaningful line (the exception's line in a
+    traceback) quoted, all as :func:`safe_text`; "failed" for no text."""
+    raw = (text or "").encode("utf-8", "replace").decode("utf-8")[:20_000]
+    if not raw.strip():
+        return "failed"
+    lines = [ln for ln in raw.splitlines() if ln.strip() and not _NOISE_LINE.match(ln)]
+    types = _TYPE.findall(raw)
+    # In a traceback the exception's own line is the last one naming its type.
+    line = next((ln for ln in reversed(lines) if types and ln.lstrip().startswith(types[-1])),
+                lines[0] if lines else raw)  # fmt: skip
+    parts = [types[-1]] if types else []
+    for pattern, label in ((_EXIT, "exit "), (_HTTP, "HTTP "), (_ERRNO, "")):
+        found = pattern.search(raw)
+        if found:
+            parts.append(label + found.group(1))
+    head = ", ".join(dict.fromkeys(parts))
+    body = quoted(line, min(_SIGNATURE_LINE, max(limit - len(head) - 2, 3)))
+    return f"{head}: {body}" if head else body
