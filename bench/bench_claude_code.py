@@ -50,6 +50,8 @@ PLAN = [
 PERMISSIONS = {"permissions": {"allow": ["Bash(echo:*)"]}}
 _POST = re.compile(r"^(\S+) \[DEBUG\] Hooks: HTTP hook POST to ")
 _ANSWER = re.compile(r"^(\S+) \[DEBUG\] Hooks: HTTP hook response status ")
+_NAMED = re.compile(r'\[DEBUG\] "Hook [\w:]+ \((\w+)\) ')
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -93,18 +95,21 @@ def _turn(claude: str, api: FakeAnthropic, work: Path, mode: str, settings: dict
     }
 
 
-def _http_hook_times(debug: Path) -> list[float]:
-    """Seconds from each http hook's POST to its answer, as the CLI logged them."""
-    times: list[float] = []
+def _http_hook_times(debug: Path) -> list[tuple[str, float]]:
+    """(event, seconds from the http hook's POST to its answer), as the CLI logged them."""
+    times: list[tuple[str, float]] = []
     started: str | None = None
+    took: float | None = None
     for line in debug.read_text(errors="replace").splitlines():
         if (m := _POST.match(line)) is not None:
             started = m.group(1)
         elif (m := _ANSWER.match(line)) is not None and started is not None:
             a = datetime.fromisoformat(started.replace("Z", "+00:00"))
             b = datetime.fromisoformat(m.group(1).replace("Z", "+00:00"))
-            times.append((b - a).total_seconds())
-            started = None
+            took, started = (b - a).total_seconds(), None
+        elif took is not None and (m := _NAMED.search(line)) is not None:
+            times.append((m.group(1), took))
+            took = None
     debug.unlink()
     return times
 
@@ -149,7 +154,7 @@ def main() -> None:
     p.add_argument("--standalone", type=int, default=30, help="standalone hook runs (30)")
     p.add_argument("--port", type=int, default=18731, help="the worker's port (18731)")
     p.add_argument("--dream-after", type=float, default=-1.0,
-                   help="the worker's dream delay (default -1: no dreams during the bench)")  # fmt: skip
+                   help="the worker's dream delay (default -1: none during the bench)")  # fmt: skip
     args = p.parse_args()
     claude = claude_cli()
     if claude is None:
@@ -202,9 +207,13 @@ def _report(runs: dict[str, list[dict[str, Any]]], alone: dict[str, float], clau
         dur = statistics.median(r["duration"] for r in rs)
         first = statistics.median(r["first"] for r in rs)
         events = [max(g - base_gap, 0.0) / 2 for r in rs for g in r["gaps"]]
-        hooks = [h for r in rs for h in r["hooks"]]
+        hooks = [h for r in rs for _, h in r["hooks"]]
         hook_text = (f"{statistics.median(hooks) * 1000:.1f}/{_pct(hooks, 0.99) * 1000:.1f}"
                      if hooks else "-")  # fmt: skip
+        by_event: dict[str, list[float]] = {}
+        for r in rs:
+            for event, h in r["hooks"]:
+                by_event.setdefault(event, []).append(h * 1000)
         print(f"{mode:8} {wall:7.2f} {100 * (wall / base_wall - 1):6.1f} {dur:8.2f} "
               f"{100 * (dur / base_dur - 1):6.1f} {first:9.2f} "
               f"{statistics.median(events) * 1000:9.1f} {_pct(events, 0.99) * 1000:9.1f} "
@@ -213,7 +222,14 @@ def _report(runs: dict[str, list[dict[str, Any]]], alone: dict[str, float], clau
                      "added_to_first_request_s": first - base_first,
                      "event_overhead_p50_ms": statistics.median(events) * 1000,
                      "event_overhead_p99_ms": _pct(events, 0.99) * 1000,
-                     "http_hook_ms": sorted(h * 1000 for h in hooks)}  # fmt: skip
+                     "http_hook_ms": {e: sorted(v) for e, v in by_event.items()}}  # fmt: skip
+    for event, ms in sorted(out["http"]["http_hook_ms"].items()):
+        print(f"  http {event:18} n={len(ms):3} p50 {statistics.median(ms):6.1f} ms "
+              f"p99 {_pct(ms, 0.99):6.1f} ms")  # fmt: skip
+    tool = [v for e in TOOL_EVENTS for v in out["http"]["http_hook_ms"].get(e, [])]
+    if tool:
+        print(f"  http tool events        n={len(tool):3} p50 {statistics.median(tool):6.1f} ms "
+              f"p99 {_pct(tool, 0.99):6.1f} ms")  # fmt: skip
     print(f"standalone PostToolUse: command hook p50 {alone['command_p50_ms']:.1f} ms "
           f"(p99 {alone['command_p99_ms']:.1f}); worker POST p50 {alone['http_p50_ms']:.1f} ms "
           f"(p99 {alone['http_p99_ms']:.1f})")  # fmt: skip

@@ -5,7 +5,7 @@ A payload is recorded by the command hook's own function
 worker is safe with several sessions and agents at once: their payloads queue, and the log
 serialises appends with every other process anyway. Only ``SessionStart`` (posted by the
 ``SessionStart`` command hook's ``curl``) and ``UserPromptSubmit`` wait for their answer (the
-context to inject), and at most :data:`ANSWER_WAIT_S`: every other event is
+context to inject), within :data:`ANSWER_WAIT_S`: every other event is
 answered at once and recorded behind the answer, so recording a tool call never delays
 the agent (an http hook cannot be ``async`` in Claude Code; answering first is the same).
 A payload that could not be recorded goes to the dead letter, as with the command hook.
@@ -40,11 +40,13 @@ if TYPE_CHECKING:
 __all__ = ["ANSWER_WAIT_S", "HOOK_PATH", "Worker", "worker_app"]
 
 HOOK_PATH = "/hook/claude-code"
-ANSWER_WAIT_S = 4.0
-"""Longest a prompt or a session's start waits for its context before it is answered with
-none (within the ``SessionStart`` curl's 5 s, so the payload is not sent twice)."""
+ANSWER_WAIT_S = {"SessionStart": 4.0, "UserPromptSubmit": 9.0}
+"""Longest an event waits for its context before it is answered with none: within the
+``SessionStart`` curl's 5 s (else the payload is sent twice) and the http hook's 10 s.
+The command hook bounds recall itself (SIGALRM, main thread only); here it runs on a thread,
+so a late answer would leave the attempt naming items the agent was never shown: the wait
+is long, and an answer given up on is logged."""
 MAX_PAYLOAD = 4 << 20
-_WAITS = frozenset({"SessionStart", "UserPromptSubmit"})
 _DREAMS = frozenset({"Stop", "SessionEnd"})
 
 
@@ -143,9 +145,12 @@ def _hook_route(worker: Worker) -> Any:
         if name in _DREAMS:
             worker.poke(state)
         answer = b""
-        if name in _WAITS:
-            with contextlib.suppress(TimeoutError):
-                answer = await asyncio.wait_for(asyncio.shield(job), ANSWER_WAIT_S)
+        wait = ANSWER_WAIT_S.get(str(name))
+        if wait is not None:
+            try:
+                answer = await asyncio.wait_for(asyncio.shield(job), wait)
+            except TimeoutError:
+                _say(f"evolog worker: {name} answered without context after {wait:g} s")
         return Response(answer.strip() or b"{}", 200, media_type="application/json")
 
     return hook
@@ -174,10 +179,11 @@ def worker_app(store: str, port: int, token: str, dream_after: float) -> Starlet
                 if worker._due is not None:
                     worker._due.cancel()
                 # What was answered is recorded before the store closes.
-                await asyncio.get_running_loop().run_in_executor(
-                    None, lambda: worker.hooks.shutdown(wait=True)
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(None, lambda: worker.hooks.shutdown(wait=True))
+                await loop.run_in_executor(
+                    None, lambda: worker.dreams.shutdown(wait=True, cancel_futures=True)
                 )
-                worker.dreams.shutdown(wait=True, cancel_futures=True)
 
     app.router.lifespan_context = lifespan
     app.state.worker = worker
