@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["CONTEXTS", "Kind", "benign", "contexts", "kinds", "windows"]
+__all__ = ["CONTEXTS", "MARKERS", "Kind", "benign", "contexts", "kinds", "windows"]
 
 UPPER = string.ascii_uppercase
 LOWER = string.ascii_lowercase
@@ -276,6 +276,32 @@ def kinds(seed: int = 26) -> list[Kind]:
     value = g.password(14)
     snip("docker -e", f"docker run -e POSTGRES_PASSWORD={value} -d postgres:16", value,
          command=True)  # fmt: skip
+    # Third round: values with separators in them, config formats, more command lines.
+    value = g.password(14)
+    snip("password holding ; and &", f"REDIS_PASSWORD={value[:4]};{value[4:9]}&{value[9:]}",
+         value[:4], value[4:9], value[9:])  # fmt: skip
+    value = g.password(14)
+    snip("password holding a backslash", f"DB_PASS={value[:6]}\\{value[6:]}", value[:6],
+         value[6:])  # fmt: skip
+    value = g.password(16)
+    snip("yaml block scalar", f"db:\n  password: |\n    {value}", value)
+    value = g.password(14)
+    snip("xml element", f"<datasource><password>{value}</password></datasource>", value)
+    value = g.password(14)
+    snip("xml add key value", f'<add key="DbPassword" value="{value}" />', value)
+    value = g.password(14)
+    snip("php define", f"define('DB_PASSWORD', '{value}');", value)
+    value = g.password(14)
+    snip("kubernetes env name/value", f"env:\n  - name: DB_PASSWORD\n    value: {value}", value)
+    value = g.password(14)
+    snip("ecs env name/value", json.dumps({"name": "API_TOKEN", "value": value}), value)
+    body = "b3BlbnNzaC1rZXktdjEAAAAA" + g.s(B64, 40)
+    rest = g.s(B64, 64)
+    snip("openssh key body without armour", f"{body}\n{rest}", body[24:], rest)
+    value = g.password(12)
+    snip("redis-cli -a", f"redis-cli -h cache -a {value} ping", value, command=True)
+    value = g.password(12)
+    snip("--db-pass flag", f"./migrate --db-user app --db-pass {value} up", value, command=True)
     return out
 
 
@@ -329,6 +355,20 @@ CONTEXTS: dict[str, Callable[[Kind], str]] = {
     "prose": _prose,
     "escaped json text": _escaped,
     "url": _url,
+}
+
+
+# Text of each context that no redaction should touch: a redactor that cut everything
+# would have no leaks, so the tests also ask that these survive.
+MARKERS: dict[str, str] = {
+    "command": "EOF",
+    "json output": '"n": 1}',
+    "nested json": ": 401}",
+    "error": "index.js:42:11)",
+    "file": "TIMEOUT=30",
+    "prose": "can you fix it?",
+    "escaped json text": "TIMEOUT=30",
+    "url": "page=2",
 }
 
 

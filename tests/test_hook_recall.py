@@ -24,7 +24,7 @@ from evolog.eventlog import (
 
 from evolog import Memory
 from evolog.hook._hooks import handle_claude_code
-from evolog.hook._recall import bounded, settings, settings_text
+from evolog.hook._recall import bounded
 
 
 def hook(store: Path, payload: Any, *args: str, env: dict[str, str] | None = None) -> Any:
@@ -172,15 +172,6 @@ def test_in_process_handler_returns_the_context(store: Path) -> None:
         str(store),
     )
     assert len(seqs) == 2 and "n-deploy" in ctx
-
-
-def test_print_settings_matches_the_readme(tmp_path: Path) -> None:
-    absent = tmp_path / "no-store"  # printing the settings needs no store and makes none
-    code, out, _ = hook(absent, {}, "--print-settings")
-    assert not absent.exists()
-    assert code == 0 and json.loads(out) == settings() and out.strip() == settings_text()
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    assert out.strip() in readme
 
 
 def test_rebuilding_the_index_of_a_young_store_needs_no_pyarrow(tmp_path: Path) -> None:

@@ -93,9 +93,16 @@ def _cmd_hook(args: argparse.Namespace) -> int:
 
         return print_http_settings(store_path(args))
     if getattr(args, "print_settings", False):
+        import shlex
+
+        from ..doctor._paths import evolog_command, mcp_add_line
         from ..hook._recall import settings_text
 
-        sys.stdout.write(settings_text() + "\n")
+        # Absolute paths: a hook's shell need not have this installation on its PATH.
+        store = os.path.abspath(store_path(args))
+        command = shlex.join([*evolog_command(), "hook", "claude-code"])
+        sys.stdout.write(settings_text(command, shlex.quote(store)) + "\n")
+        print(f"# MCP: {mcp_add_line(store)}", file=sys.stderr)
         return 0
     from ..hook._hooks import run_hook
 
@@ -133,6 +140,7 @@ _FEATURE_LAYERS = {
     "publish": "publish",
     "evolve": "evolve",
     "worker": "worker",
+    "doctor": "doctor",
 }
 
 
@@ -161,6 +169,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ._evolve import add_evolve_commands as add
         elif layer == "worker":
             from ..worker._cli import add_worker_commands as add
+        elif layer == "doctor":
+            from ..doctor._cli import add_doctor_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)
@@ -269,7 +279,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     _add_core_commands(sub)
     _add_feature_commands(
         sub,
-        ["sql", "advice", "dream", "ledger", "memory", "server", "publish", "evolve", "worker"],
+        [
+            "sql",
+            "advice",
+            "dream",
+            "ledger",
+            "memory",
+            "server",
+            "publish",
+            "evolve",
+            "worker",
+            "doctor",
+        ],
     )
 
     s = sub.add_parser(

@@ -21,7 +21,10 @@ Rules, each replacing the secret (never its label) with ``[REDACTED]``:
   ``mysql -pX``, ``sshpass -p X``, ``docker login -p X``, ``openssl -pass pass:X``,
   ``smbclient -U user%pass``, ``htpasswd -b file user X``, ``echo X | sudo -S``;
 - files and prompts: ``.netrc`` and ``.pgpass`` lines, "password is X" (X with a digit or
-  a symbol), ``Secret Access Key [None]: X``.
+  a symbol), ``Secret Access Key [None]: X``, YAML block scalars under a secret name, XML
+  ``<password>`` elements and ``key="…Password" value=`` attributes, ``define('NAME', 'x')``
+  and ``env["NAME"] = "x"``, name/value pairs (Kubernetes env, ECS), an OpenSSH key's
+  base64 body without its armour; ``redis-cli -a X``.
 
 A rule runs only when one of its (lower-case) trigger substrings occurs in the text, and is
 compiled on first use: most text triggers a few rules, and a cold hook pays for those only.
@@ -51,7 +54,13 @@ _NAME = (
     rf"(?:[\w.-]*(?:{_STRONG})[\w.-]*|[\w.-]*[_.-](?:pass|pwd|pw|auth|pin|pat)"
     r"|_?auth|pass)(?![\w.-])"
 )
-_UNQUOTED = r"""(?![{\[])[^\s"'`,;\\&<>]+"""
+# An unquoted value runs to a space or a quote. A backslash that is no JSON escape, and a
+# ";", "," or "&" that does not start the next field ("x;Server=db", "x, user=y", a JSON
+# member), are part of it: a password may hold them, and its tail must not stay behind.
+_UNQUOTED = (
+    r"""(?![{\[])(?:[^\s"'`,;\\&<>]|(?:\\\\)+(?![\\"'])|\\(?![nrtbfu"'\\/])"""
+    r"""|[,;&](?!\s*(?:[\w. -]+=|\\*["'{\[]|$)))+"""
+)
 # The value after an opening quote runs to the same quote (as escaped as it opened).
 _QUOTED_OR_NOT = rf"(?(q)(?:(?!(?P=q))[^\n])+|{_UNQUOTED})"
 _VALUE = r"""(?:'[^'\n]*'|"[^"\n]*"|[^\s'"\\]+)"""
@@ -117,8 +126,8 @@ _RULES: Final = (
     (("authorization",),
      r"(?i)" + _B + rf"((?:proxy-)?authorization(?:{_Q})?\s*[:=]\s*(?:{_Q})?(?:[a-z][\w-]*\s+)?)"
      r"[^\s\"'\\,;]+", rf"\1{REDACTED}"),
-    (("cookie",), r"(?i)" + _B + rf"((?:set-)?cookie(?:{_Q})?\s*[:=]\s*(?:{_Q})?)[^\n\"'\\]+",
-     rf"\1{REDACTED}"),
+    (("cookie",), r"(?i)" + _B + rf"((?:set-)?cookie(?:{_Q})?\s*[:=]\s*(?:{_Q})?)"
+     r"[^\s\"'\\;]+(?:;[ \t]*[^\s\"'\\;]+)*;?", rf"\1{REDACTED}"),
     (("bearer", "basic", "token"),
      r"(?i)" + _B + r"((?:bearer|basic|token)\s+)(?=[\w.~+/=-]*\d)[\w.~+/=-]{12,}",
      rf"\1{REDACTED}"),
@@ -126,8 +135,10 @@ _RULES: Final = (
     (("pass", "secret", "token", "key", "cookie"),
      r"(?i)(?<![\w-])(--?(?![\w-]*(?:stdin|file|path|env|name|length|prompt|cmd|command|dir"
      r"|count|limit|type|expir)\b)[\w-]*(?:password|passwd|passphrase|secret|token(?!s|iz)"
-     r"|api-?key|access-?key|auth-?key|cookie)[\w-]*(?:\s+|=))(?!-)" + _VALUE,
+     r"|api-?key|access-?key|auth-?key|cookie|(?<=[-_])pass(?![a-z]))[\w-]*(?:\s+|=))(?!-)"
+     + _VALUE,
      rf"\1{REDACTED}"),
+    (("redis-cli",), _B + rf"(redis-cli\b{_CMD_TAIL}\s-a\s+)" + _VALUE, rf"\1{REDACTED}"),
     (("curl",),
      r"(?i)" + _B + rf"(curl\b{_CMD_TAIL}\s(?:-u\s*|--(?:proxy-)?user[=\s]\s*)['\"]?[^\s:'\"]*:)"
      r"[^\s'\"]+", rf"\1{REDACTED}"),
@@ -164,6 +175,28 @@ _RULES: Final = (
     (("sudo",),
      _B + r"((?:echo|printf)\s+(?:-\w+\s+)*)" + _VALUE
      + r"(?=\s*\|\s*sudo\s+(?:-\w+\s+)*-\w*S)", rf"\1{REDACTED}"),
+    # Config formats where the name and the value are apart: YAML block scalars, XML
+    # elements and add/key/value attributes, define('NAME', 'x') and env["NAME"] = "x",
+    # name/value pairs (Kubernetes env, ECS task definitions).
+    (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
+     rf"(?i)(?<![\w.-])({_NAME}\s*:\s*[|>][-+]?[ \t]*(?:\n|\\+n))"
+     r"(?:[ \t]+(?:(?!\\+n|\\*\")[^\n])+(?:\n|\\+n))*[ \t]+(?:(?!\\+n|\\*\")[^\n])+"
+     r"(\n|\\+n|\\*\"|$)",
+     rf"\1  {REDACTED}\2"),
+    (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
+     rf"(?i)(<({_NAME})\b[^>]*>)[^<]+(?=</)", rf"\1{REDACTED}"),
+    (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
+     rf"(?i)(\bkey\s*=\s*{_Q}[^\"'\n]*(?:{_STRONG}|pass|pwd)[^\"'\n]*{_Q}\s+value\s*=\s*{_Q})"
+     r"[^\"'\\\n]+", rf"\1{REDACTED}"),
+    (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
+     rf"(?i)({_Q}{_NAME}{_Q}\s*(?:,|=>|\]\s*\|*=|\)\s*[:=]|:=)\s*{_Q})[^\"'\\\n]++"
+     rf"(?!{_Q}\s*:)", rf"\1{REDACTED}"),
+    (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
+     rf"(?i)(\bname(?:{_Q})?\s*[:=]\s*(?:{_Q})?{_NAME}(?:{_Q})?(?:\s*,\s*|\s*(?:\n|\\+n)\s*(?:-\s*)?)"
+     rf"(?:{_Q})?value(?:{_Q})?\s*[:=]\s*(?:{_Q})?)[^\s\"'\\,}}]+", rf"\1{REDACTED}"),
+    # An OpenSSH private key's base64 body without its armour ("openssh-key-v1").
+    (("b3blbnnzac1rzxktdje",),
+     r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*(?:(?:\s|\\+n)+[A-Za-z0-9+/=]{20,})*", _KEY),
     # Assignments: NAME=value, name: value, "name": "value" (escaped to any depth).
     (("pass", "pwd", "secret", "token", "key", "credential", "auth", "_pw", "-pw", ".pw",
       "pin", "pat"),
