@@ -46,7 +46,6 @@ ANSWER_WAIT_S = {"SessionStart": 4.0, "UserPromptSubmit": 9.0}
 The command hook bounds recall itself (SIGALRM, main thread only); here it runs on a thread,
 so a late answer would leave the attempt naming items the agent was never shown: the wait
 is long, and an answer given up on is logged."""
-MAX_PAYLOAD = 4 << 20
 _DREAMS = frozenset({"Stop", "SessionEnd"})
 
 
@@ -131,7 +130,9 @@ def _hook_route(worker: Worker) -> Any:
     @endpoint("write", "hook")
     async def hook(request: Request, state: AppState) -> Response:
         """Record one Claude Code hook payload; answer what the command hook would print."""
-        raw = await read_body(request, MAX_PAYLOAD)
+        from evolog.hook._hooks import MAX_PAYLOAD_BYTES  # the command hook's bound
+
+        raw = await read_body(request, MAX_PAYLOAD_BYTES)
         try:
             payload = msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:
