@@ -135,7 +135,7 @@ def test_several_sessions_at_once_are_each_recorded_whole(worker: tuple[str, int
 def test_session_start_posts_with_curl_else_the_command_hook_starts_the_worker(
     tmp_path: Path,
 ) -> None:
-    store = str(tmp_path / "store")
+    store = str(tmp_path / "it's a store")  # the command quotes what the shell would split
     with Memory(store) as memory:
         memory.remember("proj", "ORCA-12: build the gizmo with make -j4")
     port = free_port()
@@ -165,6 +165,7 @@ def test_session_start_posts_with_curl_else_the_command_hook_starts_the_worker(
         _evolog(store, "worker", "stop", port=port)
     starts = [e for e in _events(store) if e["kind"] == "signal"]
     assert [e["session"] for e in starts] == ["s1", "s2"]  # each recorded once
+    assert os.stat(Path(store, "worker", "worker.log")).st_mode & 0o777 == 0o600
 
 
 def test_a_record_naming_another_program_is_no_worker(tmp_path: Path) -> None:

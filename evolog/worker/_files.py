@@ -199,7 +199,9 @@ def ensure_started(root: str, port: int, extra: list[str] | None = None) -> tupl
         log = os.path.join(worker_dir(root), "worker.log")
         args = [sys.executable, "-m", "evolog", "--store", root, "worker", "run"]
         args += ["--port", str(port), *(extra or [])]
-        with open(log, "ab") as err:
+        # The log may name what a failed dream was reading: as private as the token.
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "ab") as err:
             child = subprocess.Popen(
                 args,
                 stdin=subprocess.DEVNULL,
