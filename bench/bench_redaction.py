@@ -21,7 +21,8 @@ positive when the redactor changes it (evolog) or reports anything in it (detect
 Cost: microseconds per call on each corpus and benign text (warm), and in a fresh
 interpreter, after the imports the hook makes anyway, the redactor's import and its first
 three calls (what a cold hook pays: evolog compiles a rule on first use), median of
-``--repeat`` runs.
+``--repeat`` runs; and evolog's time on 8000-character texts built to make a backtracking
+pattern rescan (the most a hook string is redacted on).
 """
 
 from __future__ import annotations
@@ -171,6 +172,38 @@ def _cold_ms(name: str, texts: list[str], repeat: int) -> dict[str, float]:
     return dict(zip(keys, medians, strict=True))
 
 
+def _adversarial(n: int) -> dict[str, str]:
+    """Texts of ``n`` characters built to make a backtracking pattern rescan (the hook
+    redacts up to 8000 characters a string)."""
+    return {
+        "word": "a" * n,
+        "assignments": "password=x;" * (n // 11),
+        "backslashes": "password=" + "\\" * n,
+        "at signs in a url": "postgres://u:" + "a@" * (n // 2),
+        "schemes": "a://b:" * (n // 6),
+        "escaped quotes": 'password=\\"' + "\\\\" * (n // 2),
+        "yaml block": "password: |\n" + "  x\n" * (n // 4),
+        "name/value": "name: DB_PASSWORD\n" * (n // 18),
+        "flags": "--password " * (n // 11),
+        "htpasswd flags": "htpasswd" + " -b" * (n // 3),
+        "pgpass-like": "a:1:b:c:" * (n // 8),
+        "queries": "?token=" + "&token=" * (n // 7),
+        "mixed": ('password: |\n  \\n key="a;b" --token x @ :// ' * (n // 40 + 1))[:n],
+    }
+
+
+def _worst_ms(n: int, repeat: int) -> dict[str, float]:
+    out = {}
+    for name, text in _adversarial(n).items():
+        runs = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            kept(text)
+            runs.append(time.perf_counter() - start)
+        out[name] = round(1000 * statistics.median(runs), 1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -202,6 +235,7 @@ def main() -> None:
     names = ["evolog"] + (["detect-secrets"] if ds_all is not None else [])
     cold = {name: _cold_ms(name, texts, args.repeat) for name in names}
     print(json.dumps({"cold_ms_after_the_hook_imports": cold}))
+    print(json.dumps({"evolog_ms_on_8000_char_adversarial_texts": _worst_ms(8000, args.repeat)}))
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ def kept(value: Any) -> str | None:
     s: str = (
         _redacted(value)
         if isinstance(value, str)
-        else redact(msgspec.json.encode(_redacted(value)).decode())
+        else redact(msgspec.json.encode(_redacted(value)).decode()[:_SCAN])
     )
     return s if len(s) <= MAX_TEXT else s[: MAX_TEXT - 1] + "…"
 

@@ -42,7 +42,9 @@ REDACTED: Final = "[REDACTED]"
 _KEY: Final = "[REDACTED PRIVATE KEY]"
 
 # A closing or opening quote, escaped to any depth (JSON inside JSON strings).
-_Q = r"""\\*["']"""
+# (Bounded: a run of backslashes with no quote after it must not be rescanned from every
+# backslash; 32 is JSON nested five deep.)
+_Q = r"""\\{0,32}["']"""
 _STRONG = (
     r"password|passwd|passphrase|secret|token(?!s\b|s_|iz)|api[_-]?key|access[_-]?key"
     r"|private[_-]?key|account[_-]?key|credentials?|session[_-]?key"
@@ -59,7 +61,7 @@ _NAME = (
 # member), are part of it: a password may hold them, and its tail must not stay behind.
 _UNQUOTED = (
     r"""(?![{\[])(?:[^\s"'`,;\\&<>]|(?:\\\\)+(?![\\"'])|\\(?![nrtbfu"'\\/])"""
-    r"""|[,;&](?!\s*(?:[\w. -]+=|\\*["'{\[]|$)))+"""
+    r"""|[,;&](?!\s*(?:[\w. -]+=|\\{0,32}["'{\[]|$)))++"""
 )
 # The value after an opening quote runs to the same quote (as escaped as it opened).
 _QUOTED_OR_NOT = rf"(?(q)(?:(?!(?P=q))[^\n])+|{_UNQUOTED})"
@@ -114,8 +116,8 @@ _RULES: Final = (
     # URLs: a password (may hold "/", not a port), a long bare token as the user.
     (("://",),
      r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@'\"\\]+:)(?!\d{1,5}(?:[/?#'\"\\\s]|$))"
-     r"(?:[^\s@'\"\\]|@(?=[^\s/'\"\\]*@))+(?=@)", rf"\1{REDACTED}"),
-    (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://)[\w-]{20,}(?=@)", rf"\1{REDACTED}"),
+     r"(?:[^\s@'\"\\]|@(?=[^\s/@'\"\\]*@)){1,256}+(?=@)", rf"\1{REDACTED}"),
+    (("://",), r"(?i)\b([a-z][a-z0-9+.-]*://)[\w-]{20,256}+(?=@)", rf"\1{REDACTED}"),
     (("hooks.slack.com",), r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[\w/+-]+",
      rf"\1{REDACTED}"),
     (("/api/webhooks/",), r"(discord(?:app)?\.com/api/webhooks/\d+/)[\w-]+", rf"\1{REDACTED}"),
@@ -170,7 +172,8 @@ _RULES: Final = (
      r"((?:(?<![\w.:/\\-])|(?<=\\n))[\w.-]+:(?:\d+|\*):[^\s:]+:[^\s:]+:)[^\s:'\"\\]+"
      r"(?=[\s'\"\\]|$)", rf"\1{REDACTED}"),
     (("htpasswd",),
-     _B + r"(htpasswd(?:\s+-\w+)*?\s+-\w*b\w*(?:\s+-\w+)*\s+[^\s-]\S*\s+\S+\s+)" + _VALUE,
+     _B + r"(htpasswd(?=(?:\s+-\w+){0,8}?\s+-[a-zA-Z]*b)(?:\s+-\w+)++\s+[^\s-]\S*\s+\S+\s+)"
+     + _VALUE,
      rf"\1{REDACTED}"),
     (("sudo",),
      _B + r"((?:echo|printf)\s+(?:-\w+\s+)*)" + _VALUE
@@ -179,9 +182,10 @@ _RULES: Final = (
     # elements and add/key/value attributes, define('NAME', 'x') and env["NAME"] = "x",
     # name/value pairs (Kubernetes env, ECS task definitions).
     (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
-     rf"(?i)(?<![\w.-])({_NAME}\s*:\s*[|>][-+]?[ \t]*(?:\n|\\+n))"
-     r"(?:[ \t]+(?:(?!\\+n|\\*\")[^\n])+(?:\n|\\+n))*[ \t]+(?:(?!\\+n|\\*\")[^\n])+"
-     r"(\n|\\+n|\\*\"|$)",
+     rf"(?i)(?<![\w.-])({_NAME}\s*:\s*[|>][-+]?[ \t]*(?:\n|\\{{1,32}}n))"
+     r"(?:[ \t]+(?:(?!\\{1,32}n|\\{0,32}\")[^\n])+(?:\n|\\{1,32}n))*"
+     r"[ \t]+(?:(?!\\{1,32}n|\\{0,32}\")[^\n])+"
+     r"(\n|\\{1,32}n|\\{0,32}\"|$)",
      rf"\1  {REDACTED}\2"),
     (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
      rf"(?i)(<({_NAME})\b[^>]*>)[^<]+(?=</)", rf"\1{REDACTED}"),
@@ -192,11 +196,11 @@ _RULES: Final = (
      rf"(?i)({_Q}{_NAME}{_Q}\s*(?:,|=>|\]\s*\|*=|\)\s*[:=]|:=)\s*{_Q})[^\"'\\\n]++"
      rf"(?!{_Q}\s*:)", rf"\1{REDACTED}"),
     (("pass", "pwd", "secret", "token", "key", "credential", "auth"),
-     rf"(?i)(\bname(?:{_Q})?\s*[:=]\s*(?:{_Q})?{_NAME}(?:{_Q})?(?:\s*,\s*|\s*(?:\n|\\+n)\s*(?:-\s*)?)"
+     rf"(?i)(\bname(?:{_Q})?\s*[:=]\s*(?:{_Q})?{_NAME}(?:{_Q})?(?:\s*,\s*|\s*(?:\n|\\{{1,32}}n)\s*(?:-\s*)?)"
      rf"(?:{_Q})?value(?:{_Q})?\s*[:=]\s*(?:{_Q})?)[^\s\"'\\,}}]+", rf"\1{REDACTED}"),
     # An OpenSSH private key's base64 body without its armour ("openssh-key-v1").
     (("b3blbnnzac1rzxktdje",),
-     r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*(?:(?:\s|\\+n)+[A-Za-z0-9+/=]{20,})*", _KEY),
+     r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*(?:(?:\s|\\{1,32}n)+[A-Za-z0-9+/=]{20,})*", _KEY),
     # Assignments: NAME=value, name: value, "name": "value" (escaped to any depth).
     (("pass", "pwd", "secret", "token", "key", "credential", "auth", "_pw", "-pw", ".pw",
       "pin", "pat"),
