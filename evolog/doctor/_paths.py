@@ -62,7 +62,7 @@ def mcp_add_line(store: str) -> str:
 def marketplace_path() -> str | None:
     """The checkout this installation runs from, if it holds the plugin's marketplace
     (an editable install); a wheel ships no plugin (add the repository instead)."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
     manifest = os.path.join(here, ".claude-plugin", "marketplace.json")
     return here if os.path.isfile(manifest) else None
 
