@@ -62,37 +62,63 @@ _QUOTING: Final = re.compile(
     r"|QUOTATION MARK ORNAMENT"
 )
 _DRAWN: Final = {"\u1438": "(", "\u1433": ")", "\u1445": "(", "\u1441": ")", "\u144a": ")",
-                 "\u15d1": "(", "\u15d5": ")", "\u1ce7": "(", "\u1ce8": ")"}  # fmt: skip
+                 "\u15d1": "(", "\u15d5": ")", "\u1ce7": "(", "\u1ce8": ")", "\u16b2": "(",
+                 "\u3111": "(", "\U0001d236": "(", "\U0001d237": ")",
+                 "\U00016f3f": ")"}  # fmt: skip
 _ARROWS: Final = (("<->", "\u2194"), ("<=>", "\u21d4"), ("->", "\u2192"), ("<-", "\u2190"),
                   ("=>", "\u21d2"))  # fmt: skip
+_ASCII_CONTROLS: Final = {c: " " for c in (*range(32), 127)}
 _BRACKETS: Final = {ord("<"): "(", ord(">"): ")", ord('"'): "'"}
 # Escapes of a bracket or a quote that a reader (or a later decoder) would turn back into one.
 _ESCAPED: Final = re.compile(
-    r"(?i)\\u\{?0*(3c|3e|22)\}?|\\x(3c|3e|22)|%(3c|3e|22)|\\(0?74|0?76|0?42)(?![0-7])"
+    r"(?i)\\u\{?0*(3c|3e|22)\}?|\\x(3c|3e|22)|%(3c|3e|22|25)|\\(0?74|0?76|0?42)(?![0-7])"
 )
-_ESCAPED_AS: Final = {"3c": "<", "3e": ">", "22": '"', "074": "<", "076": ">", "042": '"',
-                      "74": "<", "76": ">", "42": '"'}  # fmt: skip
+# %25 is a percent sign: %253C decodes to %3C, then to < (three rounds at most).
+_ESCAPED_AS: Final = {"3c": "<", "3e": ">", "22": '"', "25": "%", "074": "<", "076": ">",
+                      "042": '"', "74": "<", "76": ">", "42": '"'}  # fmt: skip
 _FENCE: Final = re.compile(r"`{3,}|~{3,}")
 _HASHES: Final = re.compile(r"#{2,}")
-_SPACE: Final = re.compile(r"\s+")
 # Phrases match inside words too ("0ignore previous instructions0" is still read as one);
-# role prefixes need a word start, or every "filesystem:" would go.
-_INSTRUCTION: Final = re.compile(
-    r"(?i)"
-    r"\(\|[^|()]{0,40}\|\)"  # chat-template tokens, <|im_start|> once the brackets are gone
-    r"|\[/?(?:inst|sys|system)\]|\(\(/?sys\)\)"
-    r"|(?:ignore|disregard|forget|override|bypass)[^.;!?]{0,60}?"
-    r"(?:instruction|prompt|rule|guideline|direction|directive|guardrail|context|message"
-    r"|constraint|memor|above|earlier|previous|prior)\w*"
-    r"(?:\s+(?:instruction|prompt|rule|guideline|direction|directive|message)\w*)?"
-    r"|(?:new|updated|real|actual|hidden|secret|true|additional|revised)\s+"
-    r"(?:system\s+)?(?:instruction|directive|system\s+prompt)"
-    r"|system\s*(?:prompt|message|override|instruction)"
-    r"|you\s+(?:are|must|will|should|shall)\s+now|from\s+now\s+on"
-    r"|(?:act|behave|respond)\s+as\s+(?:if|though|an?\b|the\b)|pretend\s+(?:to|you)"
-    r"|\b(?:system|assistant|developer|human)\s*(?:message|prompt|turn)?\s*:"
-    r"|(?:important|attention|urgent|note\s+to\s+(?:the\s+)?(?:ai|assistant|model|agent"
-    r"|llm|claude))\s*[:!]"
+# role prefixes need a word start, or every "filesystem:" would go. Each pattern runs only
+# on a text holding one of its words (lower-cased): one regex of them all cost 4 ms per
+# 2000 characters, far more than a block's budget of time allows.
+_INSTRUCTIONS: Final = tuple(
+    (triggers, re.compile("(?i)" + pattern))
+    for triggers, pattern in (
+        (("(|",), r"\(\|[^|()]{0,40}\|\)"),  # chat-template tokens, once < > are gone
+        (("inst]", "sys]", "system]", "((sys", "((/sys"),
+         r"\[/?(?:inst|sys|system)\]|\(\(/?sys\)\)"),
+        (("ignor", "disregard", "forget", "overrid", "bypass"),
+         r"(?:ignore|disregard|forget|override|bypass)[^.;!?]{0,60}?(?:instruction|prompt|rule"
+         r"|guideline|direction|directive|guardrail|context|message|constraint|memor|above"
+         r"|earlier|previous|prior)\w*(?:\s+(?:instruction|prompt|rule|guideline|direction"
+         r"|directive|message)\w*)?"),
+        (("instruction", "directive", "prompt"),
+         r"(?:new|updated|real|actual|hidden|secret|true|additional|revised)\s+(?:system\s+)?"
+         r"(?:instruction|directive|system\s+prompt)\w*"),
+        (("system",), r"system\s*(?:prompt|message|override|instruction)"),
+        (("now",), r"(?:you|assistant|model|agent|claude|ai)\s+(?:are|must|will|should|shall)"
+                   r"\s+now|from\s+now\s+on"),
+        (("as ", "pretend"),
+         r"(?:act|behave|respond)\s+as\s+(?:if|though|an?\b|the\b)|pretend\s+(?:to|you)"),
+        (("system", "assistant", "developer", "human"),
+         r"\b(?:system|assistant|developer|human)[*_]*\s*(?:message|prompt|turn)?[*_]*\s*:"),
+        (("important", "attention", "urgent", "note"),
+         r"(?:important|attention|urgent|note\s+to\s+(?:the\s+)?(?:ai|assistant|model|agent"
+         r"|llm|claude))\s*[:!]"),
+    )
+)  # fmt: skip
+# Cyrillic and Greek letters drawn like Latin ones, one for one: phrases are looked for in
+# this skeleton of the text (so "Ignore" spelt with a Cyrillic o is found) and cut from it.
+_SKELETON: Final = str.maketrans(
+    "\u0430\u0435\u043e\u0440\u0441\u0443\u0445\u0456\u0458\u0455\u0501\u051b\u051d\u04bb"
+    "\u0410\u0412\u0415\u041a\u041c\u041d\u041e\u0420\u0421\u0422\u0425\u0406\u0408\u0405"
+    "\u03bf\u03b1\u03b5\u03b9\u03ba\u03bd\u03c1\u03c4\u03c5\u03c7"
+    "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
+    "aeopcyxijsdqwh" "ABEKMHOPCTXIJS" "oaeikvptux" "ABEZHIKMNOPTYX",
+)  # fmt: skip
+_TRIGGER: Final = re.compile(
+    "|".join(re.escape(t) for triggers, _ in _INSTRUCTIONS for t in triggers)
 )
 _TRAILING: Final = re.compile(r"(?:\s*\[instruction-like text removed\])+")
 
@@ -107,22 +133,47 @@ def safe_text(text: str, limit: int = 400) -> str:
     # Double-encoded entities (&amp;lt;) decode in a second round, fullwidth ones
     # once NFKC has made them ASCII; past three rounds what is left is shown as it is.
     for _ in range(3):
-        decoded = unicodedata.normalize("NFKC", html.unescape(_ESCAPED.sub(_unescape, s)))
+        decoded = _ESCAPED.sub(_unescape, s) if "\\" in s or "%" in s else s
+        decoded = unicodedata.normalize("NFKC", html.unescape(decoded))
         if decoded == s:
             break
         s = decoded
-    s = "".join(c if c.isascii() and c.isprintable() else _char(c) for c in s)
+    if s.isascii():  # the common case: only control characters to replace
+        s = s.translate(_ASCII_CONTROLS) if not s.isprintable() else s
+    else:
+        s = "".join(c if c.isascii() and c.isprintable() else _char(c) for c in s)
     for arrow, sign in _ARROWS:
         s = s.replace(arrow, sign)
-    s = s.translate(_BRACKETS)
-    s = _FENCE.sub("'", s)
-    s = _HASHES.sub("#", s)
-    s = _SPACE.sub(" ", s).strip()
-    s = _INSTRUCTION.sub(REMOVED, s)
-    s = _TRAILING.sub(" " + REMOVED, s).strip()
+    s = s.translate(_BRACKETS) if "<" in s or ">" in s or '"' in s else s
+    s = _FENCE.sub("'", s) if "``" in s or "~~" in s else s
+    s = _HASHES.sub("#", s) if "##" in s else s
+    s = _without_instructions(" ".join(s.split()))
     if len(s) <= limit:
         return s
     return s[: max(limit - 1, 0)].rstrip() + "…" if limit > 0 else ""
+
+
+def _without_instructions(s: str) -> str:
+    skeleton = s if s.isascii() else s.translate(_SKELETON)
+    lowered = skeleton.lower()
+    if not _TRIGGER.search(lowered):
+        return s
+    spans = sorted(
+        m.span()
+        for triggers, pattern in _INSTRUCTIONS
+        if any(t in lowered for t in triggers)
+        for m in pattern.finditer(skeleton)
+    )
+    out: list[str] = []
+    at = 0
+    for start, end in spans:  # overlapping finds of two patterns are cut as one
+        if end <= at:
+            continue
+        out += [s[at : max(start, at)], REMOVED]
+        at = end
+    if not out:
+        return s
+    return _TRAILING.sub(" " + REMOVED, "".join([*out, s[at:]])).strip()
 
 
 def quoted(text: str, limit: int = 400) -> str:
