@@ -108,15 +108,34 @@ def endpoint(
     return wrap
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+#: What a boolean query parameter may say (any case), and nothing else: ``follow=maybe`` was
+#: once read as false, silently.
+BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
+
+
 def query_int(request: Request, name: str, default: int, low: int = 0, high: int = 1 << 62) -> int:
-    """An integer query parameter within [low, high], or a 422 naming it."""
+    """An integer query parameter within [low, high], or a 422 naming it.
+
+    Only ASCII digits with an optional ``-``: Python's ``int`` would also take `` 5``,
+    ``+5``, ``1_000`` and other scripts' digits, which no client means as an integer."""
     text = request.query_params.get(name)
     if text is None or text == "":
         return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise Problem(422, f"{name}: expected an integer; got {text!r}", name) from None
+    if not (text.isascii() and _INTEGER.fullmatch(text)):
+        raise Problem(422, f"{name}: expected an integer; got {text!r}", name)
+    value = int(text)
     if not low <= value <= high:
         raise Problem(422, f"{name}: expected an integer in [{low}, {high}]; got {value}", name)
+    return value
+
+
+def query_bool(request: Request, name: str, default: bool = False) -> bool:
+    """A boolean query parameter: one of :data:`BOOLEANS` (any case), or a 400 naming it."""
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    value = BOOLEANS.get(text.lower())
+    if value is None:
+        raise Problem(400, f"{name}: expected true, false, 1 or 0; got {text!r}", name)
     return value

@@ -12,7 +12,7 @@ from starlette.responses import Response, StreamingResponse
 
 from .._body import JSON_TYPES, NDJSON_TYPES, read_body
 from .._errors import Problem
-from .._http import AppState, endpoint, json_response, query_int
+from .._http import AppState, endpoint, json_response, query_bool, query_int
 from .._types import AppendBatchResponse, Receipt
 from ._reads import events_after, parse_kinds
 
@@ -75,7 +75,7 @@ async def events(request: Request, state: AppState) -> Response:
     ``follow=true`` or ``Accept: text/event-stream`` (resumes from ``Last-Event-ID``)."""
     after = query_int(request, "after", 0)
     kinds = parse_kinds(request.query_params.get("kinds"))
-    follow = request.query_params.get("follow", "").lower() in ("1", "true", "yes")
+    follow = query_bool(request, "follow")
     if follow or "text/event-stream" in request.headers.get("accept", ""):
         last = request.headers.get("last-event-id")
         if last is not None:
