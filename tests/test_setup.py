@@ -57,9 +57,7 @@ def test_print_settings_runs_this_installation_from_a_bare_shell(tmp_path: Path)
     exe = shlex.join([*evolog_command(), "hook", "claude-code"])
     assert done.stdout.strip() == settings_text(exe, shlex.quote(str(store)))
     assert os.path.isabs(evolog_command()[0])
-    assert f"claude mcp add evolog -- {shlex.join(evolog_command())} --store {store} mcp" in (
-        done.stderr
-    )
+    assert not done.stderr  # the block alone, ready to paste
     hooks = json.loads(done.stdout)["hooks"]
     assert set(hooks) == set(HOOK_EVENTS)
     command = hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
@@ -85,6 +83,12 @@ def test_print_settings_runs_this_installation_from_a_bare_shell(tmp_path: Path)
         env={"EVOLOG_STORE": "a"},
     )
     assert f"EVOLOG_STORE={tmp_path / 'b'} " in other.stdout
+    # The worker's settings: the SessionStart fallback runs this installation too.
+    http = _evolog(
+        "--store", "b", "hook", "claude-code", "--print-settings", "--http", cwd=tmp_path
+    )
+    start = json.loads(http.stdout)["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert f"{exe} --start-worker" in start
 
 
 def test_readme_shows_the_printed_settings() -> None:

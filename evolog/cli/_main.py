@@ -95,14 +95,13 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     if getattr(args, "print_settings", False):
         import shlex
 
-        from ..doctor._paths import evolog_command, mcp_add_line
+        from ..doctor._paths import evolog_command
         from ..hook._recall import settings_text
 
         # Absolute paths: a hook's shell need not have this installation on its PATH.
         store = os.path.abspath(store_path(args))
         command = shlex.join([*evolog_command(), "hook", "claude-code"])
         sys.stdout.write(settings_text(command, shlex.quote(store)) + "\n")
-        print(f"# MCP: {mcp_add_line(store)}", file=sys.stderr)
         return 0
     from ..hook._hooks import run_hook
 

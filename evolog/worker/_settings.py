@@ -79,9 +79,11 @@ def session_start(store: str, port: int, command: str = "evolog hook claude-code
     return f"p=$(cat); printf '%s' \"$p\" | {curl} || printf '%s' \"$p\" | {fallback}"
 
 
-def http_settings_text(store: str, port: int, token: str | None) -> str:
+def http_settings_text(
+    store: str, port: int, token: str | None, command: str = "evolog hook claude-code"
+) -> str:
     """:func:`http_settings` with one line per hook event."""
-    hooks = http_settings(store, port, token)["hooks"]
+    hooks = http_settings(store, port, token, command)["hooks"]
     lines = [f"    {json.dumps(n) + ':':<22}{json.dumps(v)}" for n, v in hooks.items()]
     return '{\n  "hooks": {\n' + ",\n".join(lines) + "\n  }\n}"
 
@@ -120,13 +122,16 @@ def _say(exc: Exception) -> None:
 
 def print_http_settings(store: str) -> int:
     """``evolog hook claude-code --print-settings --http``: the block, and the MCP command."""
+    from evolog.doctor._paths import evolog_command
     from evolog.eventlog import init_store
 
     from ._files import read_token, worker_port
 
     root = init_store(store).root
     port, token = worker_port(), read_token(root)
-    sys.stdout.write(http_settings_text(root, port, token) + "\n")
+    # The fallback command by absolute path: a hook's shell need not have evolog on PATH.
+    command = shlex.join([*evolog_command(), "hook", "claude-code"])
+    sys.stdout.write(http_settings_text(root, port, token, command) + "\n")
     print(
         "# MCP from the worker: claude mcp add --transport http evolog "
         f"http://127.0.0.1:{port}/mcp --header 'Authorization: Bearer {token}'",
