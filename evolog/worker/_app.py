@@ -46,7 +46,7 @@ ANSWER_WAIT_S = {"SessionStart": 4.0, "UserPromptSubmit": 9.0}
 The command hook bounds recall itself (SIGALRM, main thread only); here it runs on a thread,
 so a late answer would leave the attempt naming items the agent was never shown: the wait
 is long, and an answer given up on is logged."""
-_DREAMS = frozenset({"Stop", "SessionEnd"})
+_DREAMS = frozenset({"Stop", "StopFailure", "SessionEnd"})
 
 
 class Worker:
