@@ -206,7 +206,8 @@ def test_reme_patterns_have_when_to_use_and_kind(mem: Memory) -> None:
     assert set(kinds) == {"success", "failure"}
     assert kinds["success"].when_to_use.startswith("When the task is to deploy the web service")
     assert kinds["success"].text == "Do: build image -> push image -> switch traffic"
-    assert kinds["failure"].text.startswith("Avoid: run migration (exit 1: connection refused)")
+    # The error is kept as its signature, quoted: recorded tool text, not a lesson's words.
+    assert kinds["failure"].text.startswith('Avoid: run migration ("exit 1: connection refused")')
 
 
 def test_a_model_that_fails_fails_the_run(mem: Memory) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
+from evolog.projections.memory._untrusted import error_signature, safe_text
 
 if TYPE_CHECKING:
     from .._traces import Trace
@@ -32,7 +33,7 @@ def actions(trace: Trace) -> list[str]:
     """The steps that worked, in order (what a success pattern repeats)."""
     out = []
     for step in trace.steps:
-        text = " ".join((step.action or step.reasoning).split())
+        text = safe_text(step.action or step.reasoning, 400)
         if text and not step.failed and text not in out:
             out.append(text)
     return out
@@ -43,13 +44,15 @@ def failure(trace: Trace) -> str:
     parts = []
     for step in trace.steps:
         if step.failed:
-            what = " ".join((step.action or step.reasoning or step.tool or "a step").split())
-            err = " ".join((step.error or step.result or "").split())
-            parts.append(f"{what} ({err})" if err else what)
+            what = safe_text(step.action or step.reasoning or step.tool or "a step", 400)
+            # An error's prose is the tool's (a fetched page's, say): only its signature
+            # goes into a lesson.
+            err = step.error or step.result or ""
+            parts.append(f"{what} ({error_signature(err, 200)})" if err.strip() else what)
     if not parts and trace.note:
-        parts.append(" ".join(trace.note.split()))
+        parts.append(safe_text(trace.note, 400))
     if not parts and trace.error_signature:
-        parts.append(trace.error_signature)
+        parts.append(error_signature(trace.error_signature, 200))
     return "; ".join(parts) or "the attempt failed"
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
+from evolog.projections.memory._untrusted import error_signature, safe_text
 
 from ._align import NEAREST, Aligner, check_rule, templated, threshold_for
 from ._guard import may_merge
@@ -80,8 +81,10 @@ def pattern_from(trace: Trace, model: Model | None = None) -> EvolveItem:
 
 
 def _ask(model: Model, trace: Trace, content: str, when: str) -> tuple[str, str]:
+    # The steps are recorded tool data: display-safe, errors as their signatures only.
     steps = "; ".join(
-        f"{s.action or s.reasoning}{' FAILED: ' + (s.error or '') if s.failed else ''}"
+        safe_text(s.action or s.reasoning, 200)
+        + (f" FAILED: {error_signature(s.error, 160)}" if s.failed else "")
         for s in trace.steps
     )
     reply = model(PROMPT.format(goal=trace.goal, steps=steps or "-", status=trace.status))
