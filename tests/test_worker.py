@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,58 @@ def test_the_session_start_hook_with_a_worker_running_stays_lean(worker: tuple[s
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert done.stdout.splitlines()[-1] == "0 []"
     assert _evolog(store, "worker", "status", port=port)["running"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "error"),
+    [
+        (["start", "--port", "0"], {}, "--port: expected a TCP port from 1 to 65535; got 0"),
+        (["start"], {"EVOLOG_WORKER_PORT": "eighty"},
+         "EVOLOG_WORKER_PORT: expected a TCP port from 1 to 65535; got 'eighty'"),
+        (["run"], {"EVOLOG_WORKER_DREAM_AFTER": "soon"},
+         "EVOLOG_WORKER_DREAM_AFTER: expected seconds (a number); got 'soon'"),
+        (["start", "--evolve", "ace >>"], {}, "expression 'ace >>': expected a strategy name"),
+        (["status"], {}, None),
+        (["stop"], {}, None),
+    ],
+)  # fmt: skip
+def test_a_refused_start_and_a_status_leave_no_store_behind(
+    tmp_path: Path, args: list[str], env: dict[str, str], error: str | None
+) -> None:
+    store = tmp_path / "none"
+    done = subprocess.run([EVOLOG, "--store", str(store), "worker", *args],
+                          env={**os.environ, **env}, capture_output=True, text=True)  # fmt: skip
+    if error is None:
+        assert done.returncode == (1 if args == ["status"] else 0)
+        assert json.loads(done.stdout)["store"] == str(store)
+    else:
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"evolog: error: {error}")
+        assert done.stderr.count("\n") == 1
+    assert not store.exists()
+
+
+def test_the_worker_dreams_then_evolves_after_a_stop(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    Memory(store).close()
+    port = free_port()
+    _evolog(store, "worker", "start", "--dream-after", "0.1", "--evolve", "ace >> reme", port=port)
+    token = read_token(store)
+    try:
+        for payload in (
+            {"hook_event_name": "UserPromptSubmit", "session_id": "e", "prompt": "tidy the logs"},
+            {"hook_event_name": "PostToolUse", "session_id": "e", "tool_name": "Bash",
+             "tool_use_id": "t1", "tool_input": {"command": "logrotate -f"},
+             "tool_response": {"stdout": "rotated", "stderr": ""}},
+            {"hook_event_name": "Stop", "session_id": "e"},
+        ):  # fmt: skip
+            assert _post(port, json.dumps(payload).encode(), token).status_code == 200
+        log = Path(store, "worker", "worker.log")
+        deadline = time.monotonic() + 60
+        while "evolved in" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        _evolog(store, "worker", "stop", port=port)
+    text = log.read_text()
+    assert text.index("dreamt in") < text.index("evolved in"), text
+    assert [e["kind"] for e in _events(store) if e["kind"] == "dream_end"] == ["dream_end"]

@@ -12,7 +12,9 @@ A payload that could not be recorded goes to the dead letter, as with the comman
 
 After ``Stop`` or ``SessionEnd`` a dream is due once ``dream_after`` seconds pass without
 another (a debounce); it runs the offline heuristic dreamer through the server's writer on
-a thread of its own, never while another dream runs, and never in a hook's way.
+a thread of its own, never while another dream runs, and never in a hook's way. With an
+``evolve`` expression (``"ace >> reasoning_bank >> reme"``), that memory-evolution pipeline
+runs over the items after each dream, offline (the seed's dedup rules, no model).
 """
 
 from __future__ import annotations
@@ -52,9 +54,10 @@ _DREAMS = frozenset({"Stop", "StopFailure", "SessionEnd"})
 class Worker:
     """What the hook route and the dream cadence share."""
 
-    def __init__(self, store: str, dream_after: float) -> None:
+    def __init__(self, store: str, dream_after: float, evolve: str | None = None) -> None:
         self.store = store
         self.dream_after = dream_after
+        self.evolve = evolve
         self.hooks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evolog-hook")
         self.dreams = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evolog-dream")
         self._due: asyncio.TimerHandle | None = None
@@ -113,6 +116,20 @@ class Worker:
         self.dreamt += 1
         took = time.monotonic() - started
         _say(f"evolog worker: dreamt in {took:.2f} s: {msgspec.json.encode(report).decode()}")
+        if self.evolve:
+            self._evolve(state, self.evolve)
+
+    def _evolve(self, state: AppState, expression: str) -> None:
+        from evolog.dream.evolve import apply, pipeline
+
+        started = time.monotonic()
+        try:
+            report = apply(state.store.log, pipeline(expression))
+        except Exception as exc:
+            _say(f"evolog worker: evolve failed: {type(exc).__name__}: {exc}")
+            return
+        took = time.monotonic() - started
+        _say(f"evolog worker: evolved in {took:.2f} s: {msgspec.json.encode(report).decode()}")
 
     def _dream_done(self, state: AppState) -> None:
         self._dreaming = False
@@ -157,7 +174,9 @@ def _hook_route(worker: Worker) -> Any:
     return hook
 
 
-def worker_app(store: str, port: int, token: str, dream_after: float) -> Starlette:
+def worker_app(
+    store: str, port: int, token: str, dream_after: float, evolve: str | None = None
+) -> Starlette:
     """The worker's app on loopback (its token is the only one it accepts)."""
     from starlette.routing import Route
 
@@ -165,7 +184,7 @@ def worker_app(store: str, port: int, token: str, dream_after: float) -> Starlet
         store=store, host="127.0.0.1", port=port, tokens=Tokens(write=frozenset({token}))
     )
     app = create_app(config)
-    worker = Worker(store, dream_after)
+    worker = Worker(store, dream_after, evolve)
     route = _hook_route(worker)
     app.router.routes.append(Route(HOOK_PATH, route, methods=["POST"]))
     app.exact[("POST", HOOK_PATH)] = route  # type: ignore[attr-defined]

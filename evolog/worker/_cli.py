@@ -8,9 +8,11 @@ prints JSON. The port is ``--port``, else ``EVOLOG_WORKER_PORT``, else 8421.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._files import DEFAULT_PORT
@@ -36,7 +38,10 @@ _DOCS = {
     ),
     "start": (
         "Start the worker detached if none runs, wait until it listens, print its status.",
-        ("EVOLOG_WORKER_PORT=8431 evolog worker start --dream-after 60",),
+        (
+            "EVOLOG_WORKER_PORT=8431 evolog worker start --dream-after 60",
+            "evolog worker start --evolve 'ace >> reasoning_bank >> reme'",
+        ),
     ),
     "run": (
         "Serve the worker in the foreground until SIGINT/SIGTERM (what start runs).",
@@ -87,6 +92,13 @@ def add_worker_commands(sub: Any) -> None:
             help="dream this long after the last Stop/SessionEnd (default: "
             f"$EVOLOG_WORKER_DREAM_AFTER or {DREAM_AFTER_S:g}; negative: never)",
         )
+        a.add_argument(
+            "--evolve",
+            default=None,
+            metavar="EXPRESSION",
+            help="also run this memory-evolution pipeline after each dream, offline, e.g. "
+            "'ace >> reasoning_bank >> reme' (default: $EVOLOG_WORKER_EVOLVE, else none)",
+        )
         a.set_defaults(func=_cmd_start if name == "start" else _cmd_run)
     actions.add_parser("stop", help="stop the worker", **_doc("stop")).set_defaults(func=_cmd_stop)
     actions.add_parser("status", help="where the worker listens", **_doc("status")).set_defaults(
@@ -94,8 +106,27 @@ def add_worker_commands(sub: Any) -> None:
     )
 
 
-def _root(args: argparse.Namespace) -> str:
+def _one_line_errors(func: Callable[[argparse.Namespace], int]) -> Callable[[Any], int]:
+    """A bad option or environment value is one line and exit 2, as everywhere in the CLI."""
+
+    @functools.wraps(func)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except ValueError as exc:
+            print(f"evolog: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def _root(args: argparse.Namespace, create: bool = True) -> str:
+    """The store's directory; created for start and run only (status and stop of a store
+    that does not exist find no worker and leave nothing behind)."""
     from evolog.cli._common import store_path
+
+    if not create:
+        return os.path.abspath(store_path(args))
     from evolog.eventlog import init_store
 
     return init_store(store_path(args)).root
@@ -150,26 +181,31 @@ def _print(doc: dict[str, Any]) -> None:
     print_json(doc)
 
 
+@_one_line_errors
 def _cmd_status(args: argparse.Namespace) -> int:
-    doc = status_of(_root(args))
+    doc = status_of(_root(args, create=False))
     _print(doc)
     return 0 if doc["running"] else 1
 
 
+@_one_line_errors
 def _cmd_stop(args: argparse.Namespace) -> int:
     from ._files import stop
 
-    root = _root(args)
+    root = _root(args, create=False)
     record = stop(root)
     _print({"store": root, "stopped": record is not None, "pid": record and record.pid})
     return 0
 
 
+@_one_line_errors
 def _cmd_start(args: argparse.Namespace) -> int:
     from ._files import ensure_started, running
 
-    root, port = _root(args), _port(args)
-    extra = ["--dream-after", repr(_dream_after(args))]
+    # Every option is checked before the store is touched: a refused start leaves nothing.
+    port, dream_after, evolve = _port(args), _dream_after(args), _evolve(args)
+    root = _root(args)
+    extra = ["--dream-after", repr(dream_after)] + (["--evolve", evolve] if evolve else [])
     record, started = ensure_started(root, port, extra)
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
@@ -184,6 +220,7 @@ def _cmd_start(args: argparse.Namespace) -> int:
     raise OSError(f"the worker (pid {record.pid}) did not listen within {START_WAIT_S:g} s")
 
 
+@_one_line_errors
 def _cmd_run(args: argparse.Namespace) -> int:
     import importlib.util
 
@@ -195,12 +232,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
-    root, port = _root(args), _port(args)
-    run_worker(root, port, _dream_after(args))
+    port, dream_after, evolve = _port(args), _dream_after(args), _evolve(args)
+    run_worker(_root(args), port, dream_after, evolve)
     return 0
 
 
-def run_worker(root: str, port: int, dream_after: float) -> None:
+def _evolve(args: argparse.Namespace) -> str | None:
+    """The pipeline to run after each dream (checked here: a typo fails the start)."""
+    expression: str | None = getattr(args, "evolve", None)
+    if expression is None:
+        expression = os.environ.get("EVOLOG_WORKER_EVOLVE", "").strip() or None
+    if expression:
+        from evolog.dream.evolve import pipeline
+
+        pipeline(expression)
+    return expression
+
+
+def run_worker(root: str, port: int, dream_after: float, evolve: str | None = None) -> None:
     """Serve the worker until SIGINT/SIGTERM; ``worker.json`` names it while it listens."""
     import uvicorn
 
@@ -209,7 +258,7 @@ def run_worker(root: str, port: int, dream_after: float) -> None:
     from ._app import worker_app
     from ._files import Record, read_token, remove_record, write_record
 
-    app = worker_app(root, port, read_token(root), dream_after)
+    app = worker_app(root, port, read_token(root), dream_after, evolve)
     state = app.state.evolog
     pid = os.getpid()
 
