@@ -118,9 +118,14 @@ def test_several_sessions_at_once_are_each_recorded_whole(worker: tuple[str, int
         # The prompt's answer is the context the command hook would print.
         context = answers[n][0].json()["hookSpecificOutput"]["additionalContext"]
         assert "ORCA-12" in context
-    _evolog(store, "worker", "stop", port=port)  # what was answered is recorded by now
-    _evolog(store, "worker", "start", "--dream-after", "-1", port=port)
-    events = _events(store)
+    # Stop is answered before it is recorded: wait for the six outcomes.
+    deadline = time.monotonic() + 60
+    while True:
+        events = _events(store)
+        done = {e["session"] for e in events if e["kind"] == "outcome"}
+        if {f"par-{n}" for n in range(6)} <= done or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     for n in range(6):
         mine = [e for e in events if e.get("session") == f"par-{n}"]
         (attempt,) = [e for e in mine if e["kind"] == "attempt"]
