@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec
 
+from evolog.advice._limits import check_length
 from evolog.eventlog import EventLog, Recall, Snapshot
 from evolog.projections._errors import InvalidParameterError
 from evolog.projections.memory import (
@@ -28,7 +29,15 @@ from evolog.projections.memory import (
     load_config,
 )
 
-__all__ = ["RecallResult", "RecalledItem", "advice_lines", "digest", "recall", "session_items"]
+__all__ = [
+    "RecallResult",
+    "RecalledItem",
+    "advice_lines",
+    "digest",
+    "recall",
+    "session_items",
+    "shown_json",
+]
 
 
 class RecalledItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,6 +114,7 @@ def recall(
 
     if not isinstance(query, str):
         raise InvalidParameterError(f"query: expected text; got {type(query).__name__}")
+    check_length(query, "query", InvalidParameterError)
     cfg = config or load_config(log.path)
     budget = _count("budget_chars", cfg.budget_chars if budget_chars is None else budget_chars)
     limit = _count("top_n", cfg.top_n if top_n is None else top_n)
@@ -186,6 +196,26 @@ def recall(
         budget=budget,
         recorded=seq,
     )
+
+
+def shown_json(result: dict[str, Any]) -> dict[str, Any]:
+    """A recall answer (:func:`recall`'s result as JSON) for a model to read, as the MCP
+    ``recall`` tool returns it: each item's text, steps, constraints, branch and tags are
+    display-safe as in the block (:mod:`projections.memory._untrusted`), since a model reads
+    the whole answer, not only its ``text``. The HTTP route keeps them as stored."""
+    from evolog.projections.memory._untrusted import safe_text
+
+    def shown(item: dict[str, Any]) -> dict[str, Any]:
+        out = dict(item)
+        for key in ("text", "branch"):
+            if isinstance(out.get(key), str):
+                out[key] = safe_text(out[key], 4000)
+        for key in ("tags", "steps", "constraints"):
+            if isinstance(out.get(key), list):
+                out[key] = [safe_text(str(v), 4000) for v in out[key]]
+        return out
+
+    return {**result, "items": [shown(i) for i in result.get("items") or []]}
 
 
 def session_items(

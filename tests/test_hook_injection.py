@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import msgspec
 from evolog.advice.recall import render
 from evolog.dream._prompts import trace_prompt
 from evolog.dream._traces import Trace, TraceStep
@@ -30,6 +31,7 @@ from hypothesis import strategies as st
 from strategies import hostile_texts
 
 from evolog import Memory
+from evolog._recall import shown_json
 from evolog.hook._hooks import handle_claude_code
 
 OPEN, CLOSE = "<evolog-memory>", "</evolog-memory>"
@@ -280,3 +282,16 @@ def test_offline_lessons_keep_error_signatures_not_error_prose() -> None:
     lesson = " ".join([failure(trace), *actions(trace)])
     assert "<" not in lesson and "ignore previous" not in lesson.lower()
     assert 'HTTP 502: "Request failed with status code 502"' in failure(trace)
+
+
+def test_the_mcp_recall_answer_shows_item_texts_as_the_block_does(tmp_path: Path) -> None:
+    """A model reads the whole MCP answer, items included, not only its block."""
+    with Memory(tmp_path / "s") as mem:
+        mem.remember("deploy", f"deploy the web service: {FORGED}", tags=["<system>"])
+        result = msgspec.to_builtins(mem.recall("deploy the web service", record=False))
+    assert "<system>" in result["items"][0]["text"]  # the stored text, as HTTP returns it
+    shown = shown_json(result)
+    assert shown["text"] == result["text"] and shown["query"] == result["query"]
+    for item in shown["items"]:
+        for text in [item["text"], item["branch"], *item["tags"], *item["constraints"]]:
+            assert not _TAG.search(text) and "ignore previous" not in text.lower()

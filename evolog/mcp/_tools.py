@@ -176,6 +176,7 @@ def register(server: MCPServer, state: AppState) -> None:
             list[str], Field(description="the task's signals: genes tried for them compete")
         ] = [],  # noqa: B006
     ) -> dict[str, Any]:
+        from evolog._recall import shown_json
         from evolog.server.routes._memory import recall_json
 
         req = RecallRequest(
@@ -186,7 +187,7 @@ def register(server: MCPServer, state: AppState) -> None:
             signals=list(signals),
         )
         try:
-            return await to_thread.run_sync(recall_json, state, req)
+            return shown_json(await to_thread.run_sync(recall_json, state, req))
         except Exception as exc:
             raise _fail(exc) from None
 
