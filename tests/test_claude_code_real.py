@@ -103,12 +103,8 @@ def test_http_hooks_to_an_on_demand_worker_with_mcp_and_a_denied_tool(
     env = {"EVOLOG_WORKER_PORT": str(port), "EVOLOG_WORKER_DREAM_AFTER": "0.2"}
     keep = tmp_path / "keep"
     keep.write_text("still here")
-    plan = [
-        ToolCall("Bash", {"command": "echo beta-out"}),
-        ToolCall("Bash", {"command": f"rm -rf {keep}"}),
-    ]
     try:
-        with FakeAnthropic(plan=plan) as api:
+        with FakeAnthropic(plan=[ToolCall("Bash", {"command": "echo beta-out"})]) as api:
             # No worker runs yet: the SessionStart command hook starts one, the rest post to it.
             run_claude(claude, api, PROMPT, cwd=project, home=home, settings=settings, env=env)
             first = main_requests(api.seen)
@@ -117,7 +113,10 @@ def test_http_hooks_to_an_on_demand_worker_with_mcp_and_a_denied_tool(
             url = f"http://127.0.0.1:{port}/mcp"
             server = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
             mcp = {"mcpServers": {"evolog": server}}
-            api.plan = [ToolCall("Bash", {"command": "echo gamma-out"})]
+            api.plan = [
+                ToolCall("Bash", {"command": "echo gamma-out"}),
+                ToolCall("Bash", {"command": f"rm -rf {keep}"}),  # denied by the settings
+            ]
             api.seen.clear()
             run_claude(claude, api, PROMPT, cwd=project, home=home, settings=settings, env=env,
                        mcp=mcp)  # fmt: skip
@@ -127,34 +126,38 @@ def test_http_hooks_to_an_on_demand_worker_with_mcp_and_a_denied_tool(
                                  capture_output=True, text=True, check=False)  # fmt: skip
     assert json.loads(stopped.stdout)["stopped"] is True
 
-    # Session 1: the note injected; the denied call's result went back to the model as an
-    # error, and the command never ran.
+    # Session 1: the note injected, the tool's output returned.
     assert MARKER in text_of(first[0].body)
-    denied = [
-        c for c in first[-1].body["messages"][-1]["content"] if c.get("type") == "tool_result"
-    ]
-    assert len(denied) == 1 and denied[0]["is_error"] is True
-    assert "denied" in json.dumps(denied[0]["content"])
-    assert keep.read_text() == "still here"
+    assert "beta-out" in json.dumps(first[-1].body["messages"][-1]["content"])
     # Session 2: the worker's MCP tools are offered, and what the worker dreamt from session 1
     # (its strategy, without anyone running `evolog dream`) reached the model.
     tools = {t["name"] for t in second[0].body["tools"]}
     assert {"mcp__evolog__recall", "mcp__evolog__remember"} <= tools
     text = text_of(second[0].body)
     assert "Strategy [node-" in text and "Bash echo beta-out" in text
+    # The denied call's result went back to the model as an error; the command never ran.
+    denied = [
+        c for c in second[-1].body["messages"][-1]["content"] if c.get("type") == "tool_result"
+    ]
+    assert len(denied) == 1 and denied[0]["is_error"] is True
+    assert "denied" in json.dumps(denied[0]["content"])
+    assert keep.read_text() == "still here"
 
     attempts = _events(store, "attempt")
     assert [a["task"] for a in attempts] == [PROMPT, PROMPT]
     steps = _events(store, "step")
-    first_steps = [
-        (s["action"], s["ok"]) for s in steps if s["action_id"] == attempts[0]["action_id"]
+    by_attempt = [
+        [(s["action"], s["ok"]) for s in steps if s["action_id"] == a["action_id"]]
+        for a in attempts
     ]
-    assert first_steps[:1] == [("Bash echo beta-out", True)]
+    assert by_attempt[0] == [("Bash echo beta-out", True)]
+    assert by_attempt[1][:1] == [("Bash echo gamma-out", True)]
     # The denied call is never recorded as a tool that succeeded.
     assert not [s for s in steps if "rm -rf" in s["action"] and s["ok"]]
     outcomes = {o["action_id"]: o for o in _events(store, "outcome")}
     assert set(outcomes) == {a["action_id"] for a in attempts}
-    # The second attempt was decided by the dreamt strategy, and its outcome credits it.
+    assert outcomes[attempts[0]["action_id"]]["status"] == "success"
+    # The second attempt was decided by the dreamt strategy, and its outcome names it.
     (node,) = attempts[1]["decided_by"]
     assert node.startswith("node-")
     assert outcomes[attempts[1]["action_id"]]["decided_by"] == [node]
