@@ -18,6 +18,7 @@ Errors::
     ├── InvalidParameterError (ValueError)   bad half-life / mode / as-of / format
     │   └── RefusedQueryError                not one read-only query, or reaches outside
     ├── QueryError (ValueError)              SQL DuckDB rejects (parse, bind, type)
+    ├── QueryLimitError                      SQL stopped by a limit, or cancelled
     └── EngineError                          DuckDB or the file system failed underneath
 """
 
@@ -36,10 +37,11 @@ if TYPE_CHECKING:
         InvalidParameterError,
         ProjectionError,
         QueryError,
+        QueryLimitError,
         RefusedQueryError,
     )
     from ._export import FORMATS, ExportFormat
-    from ._sqlguard import check_query
+    from ._sqlguard import Cancel, QueryLimits, check_query
     from ._traces import traces_sql
     from .edges._eval import MODES, DecayMode, EdgeParams
     from .energy._cache import dead_entries, deaths
@@ -84,7 +86,7 @@ __getattr__, __dir__ = lazy_exports(
         ".graph._embed": "DEFAULT_EMBEDDER Embedder HashingEmbedder WordLlamaEmbedder "
         "embedder_names get_embedder register_embedder",
         "._errors": "EngineError InvalidParameterError ProjectionError QueryError "
-        "RefusedQueryError",
+        "QueryLimitError RefusedQueryError",
         "._export": "FORMATS ExportFormat",
         ".energy._ledger": "ledger replay_ledger",
         ".energy._cache": "dead_entries deaths",
@@ -96,7 +98,7 @@ __getattr__, __dir__ = lazy_exports(
         ".graph._views": "GraphViews",
         ".graph._types": "STRUCTURAL_EDGE_TYPES ConstraintView CycleRecord EdgeRecord MarkRecord "
         "StepRecord StrategyNode step_id",
-        "._sqlguard": "check_query",
+        "._sqlguard": "Cancel QueryLimits check_query",
         "._traces": "traces_sql",
         ".graph._vectors": "VectorIndex node_texts wanted_texts",
     },
@@ -111,6 +113,7 @@ __all__ = [
     "MODES",
     "STRUCTURAL_EDGE_TYPES",
     "VIEW_NAMES",
+    "Cancel",
     "ConstraintView",
     "CycleRecord",
     "DecayMode",
@@ -132,6 +135,8 @@ __all__ = [
     "ProjectionError",
     "Projections",
     "QueryError",
+    "QueryLimitError",
+    "QueryLimits",
     "Refresh",
     "RefusedQueryError",
     "StepRecord",

@@ -17,7 +17,7 @@ from evolog.eventlog._store import Paths
 from ._catalog import create_views
 from ._errors import InvalidParameterError
 from ._source import Bounds, EventScan, connect, cursor, engine_errors, workspace
-from ._sqlguard import check_query, lock_down, run_query, seal_off
+from ._sqlguard import NO_LIMITS, Cancel, QueryLimits, check_query, run_query, seal_off
 from ._traces import TRACE_INPUTS, traces_sql
 
 # The edge machinery is imported by the methods that use it: a catalog query (a cold
@@ -129,11 +129,16 @@ class Projections:
         as_of: int | None = None,
         as_of_ts: int | None = None,
         now: int | None = None,
+        limits: QueryLimits = NO_LIMITS,
+        cancel: Cancel | None = None,
     ) -> pa.Table:
         """Run one read-only query over the catalog (plus ``edges`` and ``gene_priors``).
 
         ``edges`` and ``gene_priors`` are computed only if the query names them, with the
-        default parameters, at ``now`` (default: ``as_of_ts`` or the current time).
+        default parameters, at ``now`` (default: ``as_of_ts`` or the current time). The
+        query runs on a connection with no file access at all (the segments are Arrow
+        datasets; see :mod:`._sqlguard`), within ``limits``; ``cancel`` stops it from
+        another thread.
         """
         bounds = Bounds(as_of, as_of_ts)
         con = connect(catalog=True)
@@ -141,13 +146,12 @@ class Projections:
             check_query(query, con)
             referenced = _referenced_names(con, query)
             with self.snapshot() as snap:
-                create_views(con, EventScan(con, snap, bounds), referenced)
+                create_views(con, EventScan(con, snap, bounds, via_arrow=True), referenced)
                 names = referenced & set(_DERIVED)
                 if names:
                     self._register_derived(con, snap, bounds, names, now)
-                segments = snap.segment_paths()
-            lock_down(con, segments)
-            return run_query(con, query)
+            seal_off(con, limits)
+            return run_query(con, query, limits, cancel)
         finally:
             con.close()
 

@@ -7,6 +7,8 @@
     │   └── RefusedQueryError     user SQL that is not one read-only query, or that reaches
     │                             outside the store (COPY, ATTACH, SET, read_csv('/etc/..'))
     ├── QueryError                user SQL that DuckDB rejects (syntax, unknown column, ...)
+    ├── QueryLimitError           user SQL stopped by a limit (time, memory, result size) or
+    │                             cancelled (``kind``: time, memory, size, cancel)
     └── EngineError               DuckDB or the file system failed underneath us
 
 Errors of the log itself (a missing store, a corrupt segment) stay
@@ -30,6 +32,15 @@ class RefusedQueryError(InvalidParameterError):
 
 class QueryError(ProjectionError, ValueError):
     """DuckDB rejected user SQL (parse, bind or type error); the message is DuckDB's."""
+
+
+class QueryLimitError(ProjectionError):
+    """User SQL was stopped: it hit one of its limits, or it was cancelled."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        #: ``time``, ``memory``, ``size`` (of the result) or ``cancel``.
+        self.kind = kind
 
 
 class EngineError(ProjectionError):

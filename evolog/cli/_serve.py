@@ -44,6 +44,7 @@ def add_server_commands(sub: Any) -> None:
         help="the advice policy /kg/advice answers with (default: evolver)",
     )
     s.add_argument("--no-mcp", action="store_true", help="do not serve MCP at /mcp")
+    _sql_limits(s)
     s.add_argument(
         "--log-level",
         choices=["critical", "error", "warning", "info", "debug"],
@@ -58,7 +59,26 @@ def add_server_commands(sub: Any) -> None:
         **doc("mcp"),
     )
     _durability(m)
+    _sql_limits(m)
     m.set_defaults(func=run_mcp)
+
+
+def _sql_limits(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("SQL limits (every /v1/sql and MCP sql query)")
+    g.add_argument("--sql-timeout", type=float, default=30.0, help="seconds (default: 30)")
+    g.add_argument(
+        "--sql-memory-mb", type=int, default=1024, help="DuckDB memory, MiB (default: 1024)"
+    )
+    g.add_argument("--sql-threads", type=int, default=1, help="DuckDB threads (default: 1)")
+    g.add_argument(
+        "--sql-max-bytes", type=int, default=256 << 20, help="result size, bytes (256 MiB)"
+    )
+    g.add_argument(
+        "--sql-concurrency", type=int, default=2, help="queries run at once (default: 2)"
+    )
+    g.add_argument(
+        "--sql-queue", type=int, default=8, help="queries waiting; more get 503 (default: 8)"
+    )
 
 
 def _durability(p: argparse.ArgumentParser) -> None:
@@ -78,7 +98,10 @@ def _error(message: str, code: int) -> int:
 
 def _config(args: argparse.Namespace) -> Any:
     from evolog.server import ServerConfig, load_tokens
+    from evolog.server._config import SqlLimits
 
+    names = ("timeout", "memory_mb", "threads", "max_bytes", "concurrency", "queue")
+    limits = {n: getattr(args, f"sql_{n}") for n in names if hasattr(args, f"sql_{n}")}
     return ServerConfig(
         store=store_path(args),
         host=getattr(args, "host", "127.0.0.1"),
@@ -88,6 +111,7 @@ def _config(args: argparse.Namespace) -> Any:
         max_body=getattr(args, "max_body", 16 << 20),
         kg_policy=getattr(args, "kg_policy", "evolver"),
         mcp=not getattr(args, "no_mcp", False),
+        sql=SqlLimits(**limits),
     )
 
 

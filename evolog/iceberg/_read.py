@@ -5,12 +5,15 @@ table's metadata files directly (:mod:`._plan`) for the default SQLite catalog, 
 pyiceberg (other catalogs, delete files, ...: whatever :mod:`._plan` does not read). DuckDB
 reads those files in place, offline, with ``store_id`` filled from each file's partition
 value. The query goes through the rules of ``evolog sql`` (:mod:`projections._sqlguard`):
-one read-only statement, checked before anything runs, on a connection that may open only
-the planned files.
+one read-only statement, checked before anything runs, on a connection with no file access
+at all: the planned files are pyarrow datasets registered on it (the data files of a table
+published from a store are that store's own segments, which a DuckDB that can open them by
+path could also overwrite).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,6 +30,8 @@ from ._catalog import (
 from ._errors import CatalogError, IcebergInputError
 from ._plan import Unsupported, column_of, duckdb_type, metadata_location, plan_files
 from ._schema import STORE_ID
+
+_names = itertools.count(1)
 
 if TYPE_CHECKING:
     import duckdb
@@ -48,7 +53,7 @@ def iceberg_sql(
     view ``events``; ``snapshot_id`` reads an older snapshot, ``as_of`` keeps each store's
     events with ``seq <= as_of`` and ``as_of_ts`` those with an event time (µs) up to it."""
     from evolog.projections._source import connect
-    from evolog.projections._sqlguard import check_query, lock_down, run_query
+    from evolog.projections._sqlguard import check_query, run_query, seal_off
 
     catalog, table = split_target(target)
     for label, value in (("snapshot", snapshot_id), ("as_of", as_of), ("as_of_ts", as_of_ts)):
@@ -65,7 +70,7 @@ def iceberg_sql(
         with backend_errors(f"reading the data files of table {table}"):
             view = _events_sql(con, groups, columns, as_of, as_of_ts)
             con.execute(f"CREATE VIEW events AS {view}")
-        lock_down(con, [p for group in groups.values() for p in group.paths])
+        seal_off(con)
         return run_query(con, query)
     finally:
         con.close()
@@ -229,18 +234,14 @@ def _events_sql(
     null = {n: f"NULL::{t}" for n, t in columns}
     parts = []
     for sid, group in sorted(groups.items()):
-        files = ", ".join(sql_string(p) for p in group.paths)
-        scan = f"read_parquet([{files}], union_by_name = true)"
-        present = group.present
-        if present is None:
-            present = set(con.sql(f"SELECT * FROM {scan} LIMIT 0").columns)
+        name, present = _register_files(con, group.paths)
         cols = [
             f"{sql_string(sid)} AS {ident(n)}"
             if n == STORE_ID
             else (ident(n) if n in present else f"{null[n]} AS {ident(n)}")
             for n, _ in columns
         ]
-        parts.append(f"SELECT {', '.join(cols)} FROM {scan}")
+        parts.append(f"SELECT {', '.join(cols)} FROM {name}")
     if not parts:
         # No file: the table's columns, typed, and no row.
         return "SELECT " + ", ".join(f"{null[n]} AS {ident(n)}" for n, _ in columns) + " LIMIT 0"
@@ -251,3 +252,23 @@ def _events_sql(
         where.append(f"ts <= make_timestamptz({int(as_of_ts)}::BIGINT)")
     body = " UNION ALL ".join(parts)
     return f"SELECT * FROM ({body})" + (f" WHERE {' AND '.join(where)}" if where else "")
+
+
+def _register_files(con: duckdb.DuckDBPyConnection, paths: list[str]) -> tuple[str, set[str]]:
+    """One store's data files as a pyarrow dataset on ``con``: its name, and its columns.
+
+    The dataset's schema is the union of the files' (each footer is read): a column some
+    files lack is read from them as nulls.
+    """
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pa.unify_schemas([pq.read_schema(p) for p in paths], promote_options="permissive")
+        dataset = ds.dataset(paths, schema=schema, format="parquet")
+    except (OSError, pa.ArrowException) as exc:
+        raise CatalogError(f"a data file of the table cannot be read: {exc}") from None
+    name = f"_evolog_iceberg_{next(_names)}"
+    con.register(name, dataset)
+    return name, set(schema.names)

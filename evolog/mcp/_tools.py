@@ -106,7 +106,7 @@ def register(server: MCPServer, state: AppState) -> None:
 
         req = SqlRequest(query=query, max_rows=max_rows)
         try:
-            body, _ = await to_thread.run_sync(q.run_sql, state, req)
+            body, _ = await q.sql_result(state, req)
         except Exception as exc:
             raise _fail(exc) from None
         out: dict[str, Any] = msgspec.json.decode(body)

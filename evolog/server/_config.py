@@ -38,6 +38,35 @@ class Tokens(msgspec.Struct, frozen=True):
         return bool(self.read or self.write or self.kg)
 
 
+class SqlLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """Bounds of every ``/v1/sql`` (and MCP ``sql``) query.
+
+    A query runs on its own DuckDB instance with ``memory_mb`` of memory and ``threads``
+    threads, is interrupted after ``timeout`` seconds or when its client goes away, and
+    streams its result: it stops at the request's ``max_rows`` and fails past
+    ``max_bytes``. At most ``concurrency`` queries run at once and ``queue`` more wait;
+    beyond that a query is refused at once (503), so hostile queries can never hold every
+    worker thread the other routes need.
+    """
+
+    timeout: float = 30.0
+    memory_mb: int = 1024
+    threads: int = 1
+    max_bytes: int = 256 << 20
+    concurrency: int = 2
+    queue: int = 8
+
+    def __post_init__(self) -> None:
+        if not 0 < self.timeout < float("inf"):
+            raise ConfigError(f"--sql-timeout: expected a positive number; got {self.timeout!r}")
+        for name in ("memory_mb", "threads", "max_bytes", "concurrency"):
+            if getattr(self, name) < 1:
+                flag = "--sql-" + name.replace("_", "-")
+                raise ConfigError(f"{flag}: expected a positive integer; got {getattr(self, name)}")
+        if self.queue < 0:
+            raise ConfigError(f"--sql-queue: expected 0 or more; got {self.queue}")
+
+
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Everything ``evolog serve`` is started with."""
 
@@ -54,6 +83,7 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: The policy ``/kg/advice`` answers with (evolver's own, by default).
     kg_policy: Literal["evolver", "evolog"] = "evolver"
     mcp: bool = True
+    sql: SqlLimits = msgspec.field(default_factory=SqlLimits)
 
 
 def version() -> str:

@@ -34,6 +34,9 @@ class AppState:
         self.config = config
         self.store = store
         self.metrics = metrics
+        #: The SQL queries' worker threads (``config.sql.concurrency``), made on first use
+        #: inside the event loop.
+        self.sql_limiter: Any = None
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -54,7 +57,12 @@ def problem_of(exc: BaseException, field: str | None = None) -> Problem:
     """The HTTP answer to an error from the layers below (never a raw traceback)."""
     from evolog import eventlog
     from evolog.advice import AdviceError
-    from evolog.projections import EngineError, ProjectionError, RefusedQueryError
+    from evolog.projections import (
+        EngineError,
+        ProjectionError,
+        QueryLimitError,
+        RefusedQueryError,
+    )
 
     if isinstance(exc, Problem):
         return exc
@@ -71,6 +79,9 @@ def problem_of(exc: BaseException, field: str | None = None) -> Problem:
         return Problem(507, f"the store could not be written: {message}", None)
     if isinstance(exc, RefusedQueryError):
         return Problem(403, message, field or named)
+    if isinstance(exc, QueryLimitError):
+        # time and cancel: 504 (the server gave up on it); memory, size: 413 (too large)
+        return Problem(504 if exc.kind in ("time", "cancel") else 413, message, "query")
     if isinstance(exc, ProjectionError) and not isinstance(exc, EngineError):
         return Problem(400, message, named or field)
     if isinstance(exc, AdviceError) and isinstance(exc, ValueError):

@@ -1,16 +1,25 @@
 """The read side of ``/v1``: SQL, edges, advice, routing, ledger, stats and verify.
 
 Every query runs on a worker thread, against its own snapshot of the log: a slow query
-never holds up appends or other readers. SQL goes through the projections' guard exactly
-as ``evolog sql`` does (one read-only statement, DuckDB allowed only the snapshot's segment
-files), so the server reaches nothing outside the store.
+never holds up appends or other readers. SQL goes through the projections' sandbox exactly
+as ``evolog sql`` does (one read-only statement, on a DuckDB with no file system at all),
+within the server's :class:`~evolog.server._config.SqlLimits`: a time limit (and a stop
+when the client goes away), DuckDB memory and threads, a streamed result that stops at
+``max_rows``, and a few worker threads of its own, so that hostile queries queue or are
+refused (503) instead of taking the threads every other route needs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import threading
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import msgspec
 from anyio import to_thread
 from starlette.responses import Response
@@ -42,14 +51,25 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 # -- SQL ---------------------------------------------------------------------------------------
-def run_sql(state: AppState, req: SqlRequest) -> tuple[bytes, str]:
-    from evolog.projections import Projections
+def run_sql(state: AppState, req: SqlRequest, cancel: Any = None) -> tuple[bytes, str]:
+    """One query within the server's limits (on the calling thread): body, media type."""
+    from evolog.projections import Projections, QueryLimits
 
+    bounds = state.config.sql
+    limits = QueryLimits(
+        timeout=bounds.timeout,
+        memory_mb=bounds.memory_mb,
+        threads=bounds.threads,
+        max_rows=req.max_rows + 1,  # one more than returned: whether it was truncated
+        max_bytes=bounds.max_bytes,
+    )
     table = Projections(state.store.paths.root).sql(
         req.query,
         as_of=req.as_of,
         as_of_ts=_time(req.as_of_ts, "as_of_ts"),
         now=_time(req.now, "now"),
+        limits=limits,
+        cancel=cancel,
     )
     truncated = table.num_rows > req.max_rows
     if truncated:
@@ -86,12 +106,102 @@ def _csv_cell(value: Any) -> Any:
     return value
 
 
+async def sql_result(
+    state: AppState, req: SqlRequest, request: Request | None = None
+) -> tuple[bytes, str]:
+    """Run ``req`` on a SQL thread once one of ``--sql-concurrency`` is free, or refuse it
+    (503) when they are all busy and ``--sql-queue`` queries already wait. The query is
+    stopped when the task is cancelled, and when ``request``'s client disconnects."""
+    from evolog.projections import Cancel
+
+    limiter = _limiter(state)
+    stats = limiter.statistics()
+    if (
+        stats.borrowed_tokens >= limiter.total_tokens
+        and stats.tasks_waiting >= state.config.sql.queue
+    ):
+        raise Problem(
+            503,
+            f"the server is running {stats.borrowed_tokens} SQL queries and {stats.tasks_waiting} "
+            "more are waiting (its --sql-concurrency and --sql-queue); retry later",
+            None,
+        )
+    cancel = Cancel()
+    finished = False
+
+    async def watch() -> None:
+        try:
+            if request is None:
+                await anyio.sleep_forever()
+            else:
+                while (await request.receive())["type"] != "http.disconnect":
+                    pass
+                cancel.cancel("the client went away; the query was stopped")
+        except anyio.get_cancelled_exc_class():
+            if not finished:  # cancelled while the query runs (a shutdown, an MCP cancel)
+                cancel.cancel("the query was cancelled")
+            raise
+
+    outcome: tuple[bytes, str] | BaseException
+    async with limiter, anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        try:
+            outcome = await _in_sql_thread(run_sql, state, req, cancel)
+        finally:
+            finished = True
+            tg.cancel_scope.cancel()
+    if isinstance(outcome, BaseException):  # raised here: out of the group, not wrapped in one
+        raise outcome
+    return outcome
+
+
+async def _in_sql_thread(func: Any, *args: Any) -> Any:
+    """``func(*args)`` on a new thread of lower CPU priority: its result, or its exception.
+
+    A query's DuckDB threads start from it and inherit the priority, so hostile queries take
+    what CPU the event loop and the other routes leave (a new thread each time: a thread's
+    priority cannot be raised back without privileges, so pool threads are not lowered).
+    """
+    token = anyio.lowlevel.current_token()
+    done = anyio.Event()
+    box: list[Any] = []
+
+    def target() -> None:
+        _lower_priority()
+        try:
+            box.append(func(*args))
+        except BaseException as exc:
+            box.append(exc)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                anyio.from_thread.run_sync(done.set, token=token)
+
+    threading.Thread(target=target, name="evolog-sql", daemon=True).start()
+    # Shielded: a cancelled caller has interrupted the query (watch), which returns at once.
+    with anyio.CancelScope(shield=True):
+        await done.wait()
+    return box[0]
+
+
+def _lower_priority() -> None:
+    with contextlib.suppress(OSError, AttributeError):  # not on every platform
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + 10))
+
+
+def _limiter(state: AppState) -> anyio.CapacityLimiter:
+    if state.sql_limiter is None:
+        state.sql_limiter = anyio.CapacityLimiter(state.config.sql.concurrency)
+    limiter: anyio.CapacityLimiter = state.sql_limiter
+    return limiter
+
+
 @endpoint("read", "sql")
 async def sql(request: Request, state: AppState) -> Response:
     """One read-only SQL query; JSON, CSV or Arrow IPC (``format``)."""
     req = decode(await read_body(request, QUERY_BODY_LIMIT), SqlRequest)
     try:
-        body, media = await to_thread.run_sync(run_sql, state, req)
+        body, media = await sql_result(state, req, request)
     except Exception as exc:
         raise problem_of(exc, "query") from None
     return Response(body, 200, media_type=media)

@@ -1,0 +1,177 @@
+"""What the SQL sandbox costs, and whether a server under hostile SQL still answers.
+
+    python bench/bench_sql_sandbox.py --events 1000000            # query cost, in process
+    python bench/bench_sql_sandbox.py --server --hostile 50       # /healthz under load
+
+Query cost: each query runs the way ``Projections.sql`` runs it now (segments as pyarrow
+datasets registered on a DuckDB with no file system) and the way it ran before (DuckDB's
+``read_parquet`` of the segment files, allowed by path), both from a fresh connection with
+the views created, medians of interleaved runs. Seq filters must still prune: a query of
+the last 1,000 seqs should cost far less than a full scan on both paths.
+
+Server: ``evolog serve`` in its own process, ``--hostile`` cross joins posted at once from
+another process, and /healthz probed every 100 ms from this one while they run; the figures
+are the probe latencies (and, for reference, the same probes with no load first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_projections import _medians, make_store
+
+CROSS = "SELECT count(*) AS n FROM range(100000000) a, range(1000000) b"
+
+
+def _old_path(store: Path, query: str) -> Callable[[], object]:
+    """The query as ``Projections.sql`` ran it before the sandbox: read_parquet by path."""
+    from evolog.eventlog import Snapshot
+    from evolog.eventlog._store import Paths
+    from evolog.projections._catalog import create_views
+    from evolog.projections._source import Bounds, EventScan, connect
+
+    def run() -> object:
+        con = connect(catalog=True)
+        try:
+            with Snapshot.take(Paths.of(store)) as snap:
+                create_views(con, EventScan(con, snap, Bounds()))
+            return con.sql(query).to_arrow_table()
+        finally:
+            con.close()
+
+    return run
+
+
+def _new_path(store: Path, query: str) -> Callable[[], object]:
+    from evolog.projections import Projections
+
+    proj = Projections(store)
+    return lambda: proj.sql(query)
+
+
+def query_cost(events: int, runs: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store"
+        t = time.perf_counter()
+        make_store(store, events)
+        print(f"store of {events:,} events written in {time.perf_counter() - t:.1f} s")
+        last = events - 1000
+        queries = {
+            "count(*)": "SELECT count(*) FROM events",
+            "GROUP BY kind": "SELECT kind, count(*) FROM events GROUP BY kind",
+            "last 1000 seqs": f"SELECT count(*), max(ts) FROM events WHERE seq > {last}",
+            "outcomes by gene": "SELECT gene, count(*) FILTER (WHERE status = 'success') "
+            "AS s, count(*) AS n FROM outcomes GROUP BY gene",
+        }
+        print(f"{'query':<18} {'read_parquet (old)':>20} {'Arrow, sealed (new)':>20} {'ratio':>7}")
+        for name, q in queries.items():
+            med = _medians({"old": _old_path(store, q), "new": _new_path(store, q)}, runs)
+            old, new = med["old"] * 1000, med["new"] * 1000
+            print(f"{name:<18} {old:17.1f} ms {new:17.1f} ms {new / old:6.2f}x")
+        cold = [
+            sys.executable,
+            "-m",
+            "evolog",
+            "--store",
+            str(store),
+            "sql",
+            "SELECT count(*) FROM events",
+        ]
+
+        def cold_run() -> object:
+            return subprocess.run(cold, capture_output=True, check=True)
+
+        med = _medians({"cold": cold_run}, max(3, runs // 2))
+        print(f"cold `evolog sql count(*)` process (new): {med['cold'] * 1000:.0f} ms")
+
+
+HOSTILE_CLIENT = """
+import sys, threading, httpx
+url, n, query = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+codes = []
+def post():
+    r = httpx.post(url + "/v1/sql", json={"query": query}, timeout=600)
+    codes.append(r.status_code)
+threads = [threading.Thread(target=post) for _ in range(n)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(" ".join(str(c) for c in sorted(codes)))
+"""
+
+
+def _probe(url: str, seconds: float) -> list[float]:
+    import httpx
+
+    out = []
+    end = time.monotonic() + seconds
+    with httpx.Client() as client:
+        while time.monotonic() < end:
+            t = time.perf_counter()
+            client.get(url + "/healthz", timeout=30).raise_for_status()
+            out.append(time.perf_counter() - t)
+            time.sleep(0.1)
+    return out
+
+
+def _summary(lat: list[float]) -> str:
+    ms = sorted(x * 1000 for x in lat)
+    p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+    return (
+        f"n={len(ms)} median {statistics.median(ms):.1f} ms, p99 {p99:.1f} ms, max {ms[-1]:.1f} ms"
+    )
+
+
+def server_load(hostile: int, timeout: float, concurrency: int, queue: int) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(repo / "tests"))
+    from _server_util import LiveServer, new_store
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = new_store(Path(tmp) / "store")
+        args = (
+            *("--sql-timeout", str(timeout), "--sql-concurrency", str(concurrency)),
+            *("--sql-queue", str(queue)),
+        )
+        with LiveServer(store, *args) as server:
+            print(f"/healthz, idle:                {_summary(_probe(server.url, 3))}")
+            client = subprocess.Popen(
+                [sys.executable, "-c", HOSTILE_CLIENT, server.url, str(hostile), CROSS],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(1.0)  # the queries are posted and running
+            lat = _probe(server.url, max(5.0, timeout * 2))
+            out, _ = client.communicate(timeout=3600)
+            print(f"/healthz, {hostile} hostile queries: {_summary(lat)}")
+            codes = out.split()
+            counts = {c: codes.count(c) for c in sorted(set(codes))}
+            print(f"hostile queries answered: {counts} (504: time limit, 503: refused)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--server", action="store_true", help="the /healthz-under-load figures")
+    ap.add_argument("--hostile", type=int, default=50)
+    ap.add_argument("--sql-timeout", type=float, default=5.0)
+    ap.add_argument("--sql-concurrency", type=int, default=2)
+    ap.add_argument("--sql-queue", type=int, default=8)
+    args = ap.parse_args()
+    if args.server:
+        server_load(args.hostile, args.sql_timeout, args.sql_concurrency, args.sql_queue)
+    else:
+        query_cost(args.events, args.runs)
+
+
+if __name__ == "__main__":
+    main()
