@@ -41,6 +41,8 @@ async def _session(store: str, env: dict[str, str]) -> dict[str, Any]:
     )
     async with Client(params) as c:
         tools = [t.model_dump(mode="json") for t in (await c.list_tools()).tools]
+        prompts = (await c.list_prompts()).model_dump(mode="json")
+        resources = (await c.list_resources()).model_dump(mode="json")
         calls = []
         genes = [{"type": "Gene", "id": "gene_retry"}]
         for name, args in (
@@ -61,6 +63,8 @@ async def _session(store: str, env: dict[str, str]) -> dict[str, Any]:
             "instructions": c.instructions,
             "protocol": c.protocol_version,
             "tools": tools,
+            "prompts": prompts,
+            "resources": resources,
             "calls": calls,
         }
 
@@ -76,7 +80,8 @@ def test_fast_start_answers_as_the_sdk_alone(tmp_path: Path) -> None:
         results.append(asyncio.run(_session(store, _env(cache, fast))))
         if i == 1:
             saved = json.loads((cache / "evolog" / "mcp-handshake.json").read_text())
-            assert {t["name"] for t in saved["tools"]["tools"]} >= {"recall", "remember"}
+            tools = saved["lists"]["tools/list"]["tools"]
+            assert {t["name"] for t in tools} >= {"recall", "remember"}
     sdk, cold, warm = results
     assert sdk == cold == warm
     assert sdk["calls"][1][0] is False and sdk["calls"][2][0] is True  # read-only sql
@@ -128,11 +133,11 @@ def test_a_stale_cached_tool_list_is_corrected_and_announced(tmp_path: Path) -> 
     proc.communicate(timeout=60)
     path = cache / "evolog" / "mcp-handshake.json"
     saved = json.loads(path.read_text())
-    assert saved["tools"] == real
+    assert saved["lists"]["tools/list"] == real
     stale = {
         "tools": [{"name": "gone", "description": "an old tool", "inputSchema": {"type": "object"}}]
     }
-    path.write_text(json.dumps({**saved, "tools": stale}))
+    path.write_text(json.dumps({**saved, "lists": {**saved["lists"], "tools/list": stale}}))
 
     proc = start()
     assert proc.stdin is not None and proc.stdout is not None
@@ -141,7 +146,7 @@ def test_a_stale_cached_tool_list_is_corrected_and_announced(tmp_path: Path) -> 
     _send(proc.stdin, {"id": 3, "method": "tools/list", "params": {}})
     assert _read(proc.stdout)["result"] == real
     proc.communicate(timeout=60)
-    assert json.loads(path.read_text())["tools"] == real
+    assert json.loads(path.read_text())["lists"]["tools/list"] == real
 
 
 def test_a_damaged_cache_only_costs_the_fast_start(tmp_path: Path) -> None:
@@ -160,4 +165,4 @@ def test_a_damaged_cache_only_costs_the_fast_start(tmp_path: Path) -> None:
     assert "recall" in {t["name"] for t in tools}
     proc.communicate(timeout=60)
     saved = json.loads((cache / "evolog" / "mcp-handshake.json").read_text())
-    assert saved["tools"]["tools"] == tools
+    assert saved["lists"]["tools/list"]["tools"] == tools

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _fake_anthropic import FakeAnthropic, ToolCall, claude_cli, main_requests, run_claude
 from evolog.eventlog import Attempt, EventLog, Signal
 
 from evolog.doctor._paths import evolog_command
@@ -197,11 +197,17 @@ def test_doctor_names_a_store_it_cannot_write(tmp_path: Path) -> None:
     assert code == 1 and checks["store"].startswith(f"FIX {not_a_store} is not an evolog store")
 
 
-_CLAUDE = shutil.which("claude")
+@pytest.fixture(scope="module")
+def claude() -> str:
+    found = claude_cli()
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but the Claude Code CLI is missing (.ci/run installs it)")
+        pytest.skip("the Claude Code CLI is not installed (npm i -g @anthropic-ai/claude-code)")
+    return found
 
 
-@pytest.mark.skipif(_CLAUDE is None, reason="the Claude Code CLI (`claude`) is not installed")
-def test_claude_code_installs_the_plugin_and_it_records(tmp_path: Path) -> None:
+def test_claude_code_installs_the_plugin_and_it_records(claude: str, tmp_path: Path) -> None:
     """The real CLI: the manifests validate, `marketplace add` + `install` with the lines
     doctor prints, its MCP health check connects, and a (model-less) session's hooks land
     in the configured store."""
@@ -215,9 +221,9 @@ def test_claude_code_installs_the_plugin_and_it_records(tmp_path: Path) -> None:
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
 
-    def claude(*args: str, **extra: str) -> str:
+    def cli(*args: str, **extra: str) -> str:
         done = subprocess.run(
-            [str(_CLAUDE), *args],
+            [claude, *args],
             cwd=cwd,
             env={**env, **extra},
             capture_output=True,
@@ -227,20 +233,20 @@ def test_claude_code_installs_the_plugin_and_it_records(tmp_path: Path) -> None:
         assert done.returncode == 0, f"claude {args}: {done.stdout}{done.stderr}"
         return done.stdout + done.stderr
 
-    claude("plugin", "validate", "--strict", str(PLUGIN))
-    claude("plugin", "validate", "--strict", str(REPO))
+    cli("plugin", "validate", "--strict", str(PLUGIN))
+    cli("plugin", "validate", "--strict", str(REPO))
     _, checks = _doctor(home, store, cwd, "--no-mcp-start")
     lines = checks["hooks"].split("`")[1].split(" && ")
     assert lines[0] == f"claude plugin marketplace add {REPO}"
     for line in lines:
-        claude(*shlex.split(line)[1:])
-    assert "✔ Connected" in claude("mcp", "list")
+        cli(*shlex.split(line)[1:])
+    assert "✔ Connected" in cli("mcp", "list")
     code, checks = _doctor(home, store, cwd, "--no-mcp-start")
     assert code == 0
     assert checks["hooks"].startswith("ok the evolog plugin") and checks["mcp"].startswith("ok ")
     # No model: the API is a closed local port, so the session ends after its first turn.
     subprocess.run(
-        [str(_CLAUDE), "-p", "deploy the web service", "--max-turns", "1"],
+        [claude, "-p", "deploy the web service", "--max-turns", "1"],
         cwd=cwd,
         env={
             **env,
@@ -256,3 +262,45 @@ def test_claude_code_installs_the_plugin_and_it_records(tmp_path: Path) -> None:
     recorded = _kinds(store)
     assert any(isinstance(e, Signal) and "session_start" in e.signals for e in recorded)
     assert [e.task for e in recorded if isinstance(e, Attempt)] == ["deploy the web service"]
+
+
+def test_the_first_mcp_tool_call_of_a_session_succeeds(claude: str, tmp_path: Path) -> None:
+    """A session whose first action is an evolog MCP tool, with Claude Code's default
+    connection settings, once `evolog doctor` has made the first start (which fills the
+    handshake cache): the tool is listed and its call answered, not "still connecting"."""
+    home, cwd, store = tmp_path / "home", tmp_path / "project", tmp_path / "store"
+    home.mkdir()
+    cwd.mkdir()
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    note = "Deploy the web service with the blue green script, then check /health."
+    assert _evolog("--store", str(store), "init", cwd=cwd).returncode == 0
+    assert _evolog("--store", str(store), "remember", "deploy", note, cwd=cwd).returncode == 0
+    doctor = _evolog("--store", str(store), "doctor", cwd=cwd, env={"HOME": str(home), **cache})
+    assert "ok    mcp start: 7 tools listed" in doctor.stdout, doctor.stdout
+    server = {
+        "type": "stdio",
+        "command": evolog_command()[0],
+        "args": ["--store", str(store), "mcp"],
+        "env": cache,
+    }
+    mcp = {"mcpServers": {"evolog": server}}
+    settings = {"permissions": {"allow": ["mcp__evolog__recall"]}}
+    plan = [ToolCall("mcp__evolog__recall", {"query": "how do I deploy the web service"})]
+    with FakeAnthropic(plan=plan) as api:
+        result = run_claude(
+            claude,
+            api,
+            "deploy the web service",
+            cwd=str(cwd),
+            home=str(home),
+            settings=settings,
+            mcp=mcp,
+        )
+    assert result["is_error"] is False
+    requests = main_requests(api.seen)
+    assert "mcp__evolog__recall" in {t["name"] for t in requests[0].body["tools"]}
+    (answer,) = [
+        c for c in requests[1].body["messages"][-1]["content"] if c.get("type") == "tool_result"
+    ]
+    assert not answer.get("is_error"), answer
+    assert "blue green script" in json.dumps(answer["content"])

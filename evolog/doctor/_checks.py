@@ -206,8 +206,8 @@ def _send(stdin: Any, message: dict[str, Any]) -> None:
 
 
 def _time_start(cmd: list[str]) -> tuple[float, Any, str]:
-    """Start ``cmd`` (``evolog mcp``), shake hands as Claude Code does, list the tools:
-    (milliseconds to the list, the tools, stderr)."""
+    """Start ``cmd`` (``evolog mcp``) and connect as Claude Code does: (milliseconds until
+    connected, the tools, stderr)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -220,12 +220,17 @@ def _time_start(cmd: list[str]) -> tuple[float, Any, str]:
     }
     _send(proc.stdin, {"id": 1, "method": "initialize", "params": init})
     _send(proc.stdin, {"method": "notifications/initialized"})
-    _send(proc.stdin, {"id": 2, "method": "tools/list", "params": {}})
-    tools = None
+    # What Claude Code asks for while connecting: it counts the server connected (and its
+    # tools callable) once all three are answered.
+    for ident, method in ((2, "tools/list"), (3, "prompts/list"), (4, "resources/list")):
+        _send(proc.stdin, {"id": ident, "method": method})
+    tools, pending = None, {2, 3, 4}
     for line in proc.stdout:
         msg = json.loads(line)
+        pending.discard(msg.get("id"))
         if msg.get("id") == 2:
             tools = msg.get("result", {}).get("tools")
+        if not pending:
             break
     ms = (time.perf_counter() - t0) * 1000
     err = proc.communicate(timeout=60)[1]  # closes stdin: the server ends

@@ -4,13 +4,15 @@ Importing the SDK takes 1.5-3 s (its protocol types alone are most of it), and C
 waits only ``MCP_CONNECT_TIMEOUT_MS`` (5 s by default) for a server to list its tools: a
 tool called before that fails with "still connecting". So a thin front owns stdin and
 stdout while a worker loads the SDK. From the second start on, it answers ``initialize``
-(for a protocol version seen before), ``tools/list`` and ``ping`` at once from what the SDK
-answered last time (:func:`cache_path`); everything else waits for the SDK.
+(for a protocol version seen before), the lists a client asks for while connecting
+(``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``) and
+``ping`` at once from what the SDK answered last time (:func:`cache_path`); everything else
+waits for the SDK.
 
 The SDK still sees the whole session: every message is passed to it in order once it is up,
 and its answers to the requests the front already answered are dropped (after checking
-them: an answer that differs from the cached one replaces it, and a changed tool list is
-announced with ``notifications/tools/list_changed``). The front parses nothing but the
+them: an answer that differs from the cached one replaces it, and a changed list is
+announced, e.g. with ``notifications/tools/list_changed``). The front parses nothing but the
 method and id of each message, so every other part of the protocol is the SDK's.
 ``EVOLOG_MCP_FAST_START=0`` serves with the SDK alone.
 """
@@ -27,7 +29,9 @@ from typing import IO, Any, Final
 
 __all__ = ["cache_path", "serve_stdio"]
 
-_SAVED: Final = ("initialize", "tools/list")
+#: The lists a client asks for while connecting (Claude Code asks for the first three and
+#: counts the server as connected once all are answered).
+_LISTS: Final = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
 
 
 def cache_path() -> str:
@@ -58,18 +62,18 @@ class _Cache:
     def __init__(self, path: str, key: str) -> None:
         self.path, self.key = path, key
         self.initialize: dict[str, Any] = {}  # requested protocol version -> result
-        self.tools: Any = None
+        self.lists: dict[str, Any] = {}  # method -> result (the first page)
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
             if isinstance(data, dict) and data.get("key") == key:
                 self.initialize = dict(data.get("initialize") or {})
-                self.tools = data.get("tools")
+                self.lists = dict(data.get("lists") or {})
         except (OSError, ValueError):
             pass  # no cache yet, or a damaged one: the SDK answers, and refills it
 
     def save(self) -> None:
-        data = {"key": self.key, "initialize": self.initialize, "tools": self.tools}
+        data = {"key": self.key, "initialize": self.initialize, "lists": self.lists}
         tmp = f"{self.path}.{os.getpid()}.tmp"
         with contextlib.suppress(OSError):  # a read-only home only costs the fast start
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
@@ -140,7 +144,8 @@ class _Front:
             return None
         method, ident, params = msg["method"], msg["id"], msg.get("params") or {}
         version = str(params.get("protocolVersion", "")) if isinstance(params, dict) else ""
-        if method in _SAVED and not (isinstance(params, dict) and params.get("cursor")):
+        saved = method == "initialize" or method in _LISTS
+        if saved and not (isinstance(params, dict) and params.get("cursor")):
             self.watched[ident] = (method, version)
         with self.lock:
             if self.ready:
@@ -148,8 +153,8 @@ class _Front:
         result: Any = None
         if method == "initialize":
             result = self.cache.initialize.get(version)
-        elif method == "tools/list" and ident in self.watched:
-            result = self.cache.tools
+        elif method in _LISTS and ident in self.watched:
+            result = self.cache.lists.get(method)
         elif method == "ping":
             result = {}
         if result is None:
@@ -195,14 +200,15 @@ class _Front:
                 changed = self.cache.initialize.get(version) != msg["result"]
                 self.cache.initialize[version] = msg["result"]
             else:
-                changed = self.cache.tools != msg["result"]
-                self.cache.tools = msg["result"]
+                changed = self.cache.lists.get(method) != msg["result"]
+                self.cache.lists[method] = msg["result"]
             if changed:
                 self.cache.save()
             if ident in self.answered:
                 early = self.answered.pop(ident)
-                if method == "tools/list" and early != msg["result"]:
-                    self.send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                if method != "initialize" and early != msg["result"]:
+                    what = method.split("/")[0]  # tools, prompts or resources
+                    self.send({"jsonrpc": "2.0", "method": f"notifications/{what}/list_changed"})
                 return
         elif ident in self.answered:
             self.answered.pop(ident)  # a ping the front answered
@@ -215,7 +221,9 @@ class _Front:
 def _claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
     """Private copies of stdin and stdout for the wire; fd 0 becomes the null device and
     fd 1 stderr, so stray output of a tool (or a library) never corrupts the protocol."""
-    wire_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    # Buffered: iterating an unbuffered file reads a line one byte (one syscall) at a time,
+    # 13 s for a 5.7 MB request; a buffered readline still returns each line once it is in.
+    wire_in = os.fdopen(os.dup(0), "rb")
     wire_out = os.fdopen(os.dup(1), "wb")
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
