@@ -3,7 +3,9 @@
 One msgpack file holds the folded state as of a seq: numpy arrays as raw bytes (read back
 without copying), keys, genes, open attempts, recently closed ones and the evolver window.
 The usearch index of signal keys is a second file, memory-mapped on load. Both are written
-to a temporary name and renamed, so a reader sees a whole old or a whole new cache.
+to a temporary name and renamed, so a reader sees a whole old or a whole new cache. The
+state and the buried entries are checked files (:mod:`evolog.eventlog._checked`) and the
+state records the key index's CRC-32: a damaged cache is not used but rebuilt.
 
 A *signature* of the log's files (the manifest's size and mtime, each WAL file's size) is
 stored with the state: when it still matches, no event was appended, sealed or compacted
@@ -14,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from typing import Any
 
 import msgspec
 from evolog.eventlog import Paths
+from evolog.eventlog._checked import file_crc, read_checked, write_checked
 
 from ._edges import FORMATS, StatTable
 from ._forgotten import ForgottenIds
@@ -89,25 +93,31 @@ def save_state(paths: Paths, state: AdviceState, signature: Signature) -> None:
         ),
         "indexed": catalog.indexed,
         "index_size": catalog.index_size,
+        "index_crc": catalog.index_crc,
     }
     with contextlib.suppress(OSError):
         os.makedirs(directory, exist_ok=True)
         if catalog.index_loaded and catalog.indexed:
-            tmp_index = os.path.join(directory, f"{INDEX_FILE}.{os.getpid()}.tmp")
-            catalog.save_index(tmp_index)
-            os.replace(tmp_index, os.path.join(directory, INDEX_FILE))
-        tmp = os.path.join(directory, f"{STATE_FILE}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(msgspec.msgpack.encode(blob))
-        os.replace(tmp, os.path.join(directory, STATE_FILE))
+            fd, tmp_index = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix="-keys")
+            os.close(fd)
+            try:
+                catalog.save_index(tmp_index)
+                blob["index_crc"] = file_crc(tmp_index)
+                os.replace(tmp_index, os.path.join(directory, INDEX_FILE))
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp_index)
+        write_checked(os.path.join(directory, STATE_FILE), msgspec.msgpack.encode(blob))
 
 
 def load_state(paths: Paths) -> tuple[AdviceState, Signature] | None:
     """The cached state and its log signature, or None if absent or unusable."""
     directory = cache_dir(paths)
     try:
-        with open(os.path.join(directory, STATE_FILE), "rb") as f:
-            blob = msgspec.msgpack.decode(f.read())
+        raw = read_checked(os.path.join(directory, STATE_FILE))
+        if raw is None:
+            return None
+        blob = msgspec.msgpack.decode(raw)
         fresh = AdviceState()
         if blob.get("format") != FORMAT or blob.get("half_lives") != [
             fresh.edge_half_life_us,
@@ -142,7 +152,7 @@ def _state_from(blob: dict[str, Any], directory: str) -> AdviceState:
     indexed = int(blob["indexed"])
     if indexed:
         path = os.path.join(directory, INDEX_FILE)
-        state.catalog.defer_index(path, indexed, int(blob["index_size"]))
+        state.catalog.defer_index(path, indexed, int(blob["index_size"]), int(blob["index_crc"]))
     return state
 
 
@@ -152,8 +162,10 @@ _DEAD_FILE = "dead.json"
 def load_dead(paths: Paths) -> tuple[Signature, dict[str, str]] | None:
     """The buried entries saved with the log signature they were computed at, if readable."""
     try:
-        with open(os.path.join(cache_dir(paths), _DEAD_FILE), "rb") as f:
-            data = msgspec.json.decode(f.read())
+        raw = read_checked(os.path.join(cache_dir(paths), _DEAD_FILE))
+        if raw is None:
+            return None
+        data = msgspec.json.decode(raw)
         return data["signature"], dict(data["dead"])
     except (OSError, ValueError, KeyError, TypeError, msgspec.MsgspecError):
         return None  # a cache: anything unreadable is recomputed
@@ -164,7 +176,4 @@ def save_dead(paths: Paths, signature: Signature, dead: dict[str, str]) -> None:
     with contextlib.suppress(OSError):
         os.makedirs(cache_dir(paths), exist_ok=True)
         target = os.path.join(cache_dir(paths), _DEAD_FILE)
-        tmp = f"{target}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(msgspec.json.encode({"signature": signature, "dead": dead}))
-        os.replace(tmp, target)
+        write_checked(target, msgspec.json.encode({"signature": signature, "dead": dead}))

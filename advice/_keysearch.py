@@ -24,12 +24,14 @@ wrongly included.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from evolog.eventlog._checked import file_crc
 from evolog.eventlog.schema._signalkey import (
     compute_signal_key,
     js_string,
@@ -109,7 +111,7 @@ class KeyCatalog:
         self._sets: dict[int, frozenset[str]] = {}  # built on first use
         self._index: Any = None  # usearch Index over ids < self._indexed
         self.prefer_exact = False  # scan up to ONE_SHOT_EXACT_MAX keys (one-shot use)
-        self._deferred: tuple[str, int, int] | None = None
+        self._deferred: tuple[str, int, int, int] | None = None
         self.index_grew = False  # build_index added keys that are not saved yet
         self._indexed = 0
         self._view_path: str | None = None
@@ -154,14 +156,19 @@ class KeyCatalog:
         """Use a memory-mapped usearch index (saved at ``path``) holding key ids < ``indexed``."""
         self._index, self._indexed, self._view_path = index, indexed, path
 
-    def defer_index(self, path: str, indexed: int, size: int) -> None:
+    def defer_index(self, path: str, indexed: int, size: int, crc: int) -> None:
         """Map the saved index at ``path`` only when a search needs it (usearch and numpy
-        cost ~200 ms to import; an exact scan below the threshold needs neither)."""
-        self._deferred = (path, indexed, size)
+        cost ~200 ms to import; an exact scan below the threshold needs neither); ``crc``
+        is the CRC-32 of the file that was saved."""
+        self._deferred = (path, indexed, size, crc)
 
     def _load_deferred(self) -> None:
-        path, indexed, size = self._deferred or ("", 0, 0)
+        path, indexed, size, crc = self._deferred or ("", 0, 0, 0)
         self._deferred = None
+        # Not the bytes saved (damaged, or another writer's): rebuilt from the keys instead.
+        with contextlib.suppress(OSError):
+            if path and file_crc(path) != crc:
+                path = ""
         index = load_index(path) if path else None
         # The index file is replaced before the state file: another writer's newer index may
         # sit next to this state. Use it only if it is the one this state saved.
@@ -209,6 +216,11 @@ class KeyCatalog:
         if self._index is None and self._deferred is not None:
             return self._deferred[2]
         return len(self._index) if self._index is not None else 0
+
+    @property
+    def index_crc(self) -> int:
+        """The CRC-32 of the saved index file still in use unchanged (else 0)."""
+        return self._deferred[3] if self._index is None and self._deferred is not None else 0
 
     @property
     def index_loaded(self) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 import msgspec
 from evolog.eventlog import EventLog
-from evolog.projections.graph._checkpoint import write_atomic
+from evolog.eventlog._checked import read_checked, write_checked
 from evolog.projections.graph._delta import SeqMark, mark_at
 
 from ._traces import Trace, load_traces
@@ -62,8 +62,10 @@ def read_traces(log: EventLog, retracted: Iterable[str]) -> tuple[int, dict[str,
 
 def _valid(log: EventLog, snap: object, retracted: list[str], head: int) -> Watermark | None:
     try:
-        with open(_path(log), "rb") as f:
-            mark = msgspec.msgpack.decode(f.read(), type=Watermark)
+        raw = read_checked(_path(log))
+        if raw is None:
+            return None
+        mark = msgspec.msgpack.decode(raw, type=Watermark)
     except (OSError, msgspec.DecodeError, msgspec.ValidationError):
         return None
     if mark.format != _FORMAT or mark.retracted != retracted or mark.upto.seq > head:
@@ -89,4 +91,4 @@ def save_watermark(
     # A cache: failing to write it costs the next dream a full read.
     with contextlib.suppress(OSError):
         os.makedirs(os.path.dirname(_path(log)), exist_ok=True)
-        write_atomic(os.path.dirname(_path(log)), "traces.msgpack", [msgspec.msgpack.encode(mark)])
+        write_checked(_path(log), msgspec.msgpack.encode(mark), 0o600)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ._checked import scan
 from ._errors import EventLogError
 from ._store import Paths
 from .index import _idindex as idx
@@ -77,9 +78,22 @@ def verify(paths: Paths) -> VerifyReport:
             f"wal: the log ends at seq {events} but the id index recorded seqs up to "
             f"{indexed}; seqs {events + 1}..{indexed} are missing (a deleted or cut WAL file)"
         )
+    _check_caches(paths, problems, notes)
     return VerifyReport(
         not problems, events, len(manifest.segments), len(wal_files), problems, notes
     )
+
+
+def _check_caches(paths: Paths, problems: list[str], notes: list[str]) -> None:
+    """Damaged cache files are problems (none is trusted: each is rebuilt from the log on
+    its next use); damage that readers already found and rebuilt is a note."""
+    damaged, noted = scan(paths.cache)
+    problems.extend(
+        f"cache/{name}: damaged (its checksum does not match); not used, rebuilt from the "
+        "log on next use (or delete it)"
+        for name in damaged
+    )
+    notes.extend(f"cache damage found and rebuilt: {line}" for line in noted[-20:])
 
 
 # The id index's first 64 bytes (every version): magic, ntables, covered_seq, synced_seq,

@@ -17,6 +17,7 @@ import pytest
 from evolog.advice.routing._router import Router
 from evolog.dream._cycle import dream
 from evolog.eventlog import Attempt, DreamBegin, DreamEnd, EventLog, Node, Outcome, Step
+from evolog.eventlog._checked import HEADER_SIZE, body_of
 from evolog.projections import _usearch
 from evolog.projections.graph import _lean, _vecfiles, _vectors
 from evolog.projections.graph._embed import HashingEmbedder
@@ -68,12 +69,14 @@ def _eager(directory: Path) -> VectorIndex:
 
 def _meta(directory: Path) -> _vecfiles.Meta:
     (path,) = directory.glob("vectors-*.meta")
-    return msgspec.msgpack.decode(path.read_bytes(), type=_vecfiles.Meta)
+    body = body_of(path.read_bytes())
+    assert body is not None
+    return msgspec.msgpack.decode(body, type=_vecfiles.Meta)
 
 
 def _rows(directory: Path) -> bytes:
     (path,) = directory.glob("vectors-*.rows")
-    return path.read_bytes()[40:]  # after the header (its token is random)
+    return path.read_bytes()[HEADER_SIZE + 40 :]  # after the headers (its token is random)
 
 
 def test_a_first_sync_and_save_build_no_usearch_index(

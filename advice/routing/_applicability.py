@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
+from evolog.eventlog._checked import note_damage, write_parts
 from evolog.projections.graph._embed import Embedder
 from evolog.projections.graph._lean import Rows, embed_rows, floats
 
@@ -128,9 +129,7 @@ class NullSample:
                 header = _HEADER.pack(_MAGIC, len(texts), embedder.dim, zlib.crc32(data))
                 with contextlib.suppress(OSError):
                     os.makedirs(os.path.dirname(path), exist_ok=True)
-                    with open(path + ".tmp", "wb") as f:
-                        f.write(header + data)
-                    os.replace(path + ".tmp", path)
+                    write_parts(path, [header, data])
         self.rows = Rows(data, embedder.dim)
 
     @property
@@ -180,6 +179,7 @@ def _load(path: str, rows: int, dim: int) -> bytes | None:
         return None
     data = raw[_HEADER.size :]
     if _HEADER.unpack_from(raw) != (_MAGIC, rows, dim, zlib.crc32(data)):
+        note_damage(path, "the generic sample's checksum or header does not match")
         return None
     return data
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from evolog.eventlog import AnyEvent, Attempt, Retraction, Snapshot
+from evolog.eventlog._checked import read_checked, write_checked
 
 from ._config import LEDGER_KINDS, LedgerConfig, config_from
 from ._cpfile import CAUSES, FORMAT, Checkpoint, Mark
@@ -148,8 +148,10 @@ class LedgerCache:
     def _checkpoint(self, snap: Snapshot) -> tuple[Checkpoint, tuple[Mark, Mark]] | None:
         """The checkpoint file, if it is of this format, config and log, with its marks."""
         try:
-            with open(self.path, "rb") as f:
-                cp = msgspec.msgpack.decode(f.read(), type=Checkpoint)
+            raw = read_checked(self.path)
+            if raw is None:
+                return None
+            cp = msgspec.msgpack.decode(raw, type=Checkpoint)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
         if cp.format != FORMAT or cp.config != self.name or cp.applied > snap.head_seq:
@@ -166,13 +168,18 @@ class LedgerCache:
         if found is None:
             return None
         cp, marks = found
-        follower = restore(cp, self.config, self._keys_loader(cp.keys_file))
+        # Checked now, decoded when first needed: a damaged side file means a rebuild here
+        # rather than a failure in the middle of applying events.
+        raw = read_checked(os.path.join(self.dir, cp.keys_file))
+        if raw is None:
+            return None
+        follower = restore(cp, self.config, self._keys_loader(raw))
         return None if follower is None else (follower, marks)
 
-    def _keys_loader(self, name: str) -> Callable[[], set[str]]:
+    @staticmethod
+    def _keys_loader(raw: bytes) -> Callable[[], set[str]]:
         def load() -> set[str]:
-            with open(os.path.join(self.dir, name), "rb") as f:
-                return set(msgspec.msgpack.decode(f.read(), type=list[str]))
+            return set(msgspec.msgpack.decode(raw, type=list[str]))
 
         return load
 
@@ -184,8 +191,8 @@ class LedgerCache:
         # A cache that cannot be written is only a slower next call.
         with contextlib.suppress(OSError):
             os.makedirs(self.dir, exist_ok=True)
-            _write(os.path.join(self.dir, keys_file), msgspec.msgpack.encode(keys))
-            _write(self.path, msgspec.msgpack.encode(cp))
+            write_checked(os.path.join(self.dir, keys_file), msgspec.msgpack.encode(keys), 0o600)
+            write_checked(self.path, msgspec.msgpack.encode(cp), 0o600)
             self._sweep(keep=keys_file)
 
     def _sweep(self, keep: str) -> None:
@@ -196,19 +203,6 @@ class LedgerCache:
                 with contextlib.suppress(OSError):
                     if now - os.path.getmtime(path) > KEYS_GRACE_S:
                         os.unlink(path)
-
-
-def _write(path: str, data: bytes) -> None:
-    """Write a file atomically (temp file, rename)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:

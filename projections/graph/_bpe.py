@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Final
 
 import msgspec
+from evolog.eventlog._checked import note_damage
 
 __all__ = ["Bpe", "Table"]
 
@@ -256,6 +257,7 @@ def _open_cached(path: str, st: os.stat_result) -> Bpe | None:
         return None
     # Checked whole (about a millisecond): a damaged cache must not give other ids.
     if len(data) != start + vocab + ranks + specials or zlib.crc32(data[start:]) != crc:
+        note_damage(path, "the tokenizer's checksum or length does not match")
         return None
     try:
         names = msgspec.msgpack.decode(data[start + vocab + ranks :], type=list[str])

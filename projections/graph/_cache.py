@@ -32,6 +32,7 @@ from typing import Final, NamedTuple
 
 import msgspec
 from evolog.eventlog import AnyEvent, Attempt, EventLog, Outcome, Retraction, Snapshot
+from evolog.eventlog._checked import note_damage, sealed
 from msgspec.structs import replace
 
 from ._checkpoint import (
@@ -101,7 +102,8 @@ class GraphCache:
             head = self._advance(snap, want_state=False)[0]
         try:
             return self._open_views(head)
-        except Damaged:
+        except Damaged as exc:
+            note_damage(os.path.join(self.dir, f"views-{head.generation}.bin"), str(exc))
             return self.rebuild()[1]
 
     def memgraph(self) -> MemGraph:
@@ -161,7 +163,8 @@ class GraphCache:
             fresh = counted_candidates(graph, [*journal_events(journal), *delta], ended)
             index = read_index(self.dir, base)
             return self._write(snap, head_seq, graph, changed, (base, index), fresh), graph
-        except Damaged:
+        except Damaged as exc:
+            note_damage(os.path.join(self.dir, f"checkpoint {base.generation}"), str(exc))
             return self._rebuild(snap)
 
     def _open(self, snap: Snapshot, head_seq: int) -> _Found | None:
@@ -316,7 +319,7 @@ class GraphCache:
                 write_atomic(self.dir, f"index-{gen}.msgpack", [index_bytes])
                 write_atomic(self.dir, f"state-{gen}.msgpack", [state_bytes])
                 write_counted(self.dir, gen, counted)
-                write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
+                write_atomic(self.dir, "head.msgpack", [sealed(msgspec.msgpack.encode(head))])
                 self._sweep(
                     keep={gen, head.previous, "" if old is None else old[0].state_generation}
                 )
@@ -340,7 +343,7 @@ class GraphCache:
         with contextlib.suppress(OSError), locked(os.path.join(self.dir, "write.lock")):
             write_atomic(self.dir, f"state-{head.state_generation}.msgpack", [state_bytes])
             write_counted(self.dir, head.state_generation, counted)
-            write_atomic(self.dir, "head.msgpack", [msgspec.msgpack.encode(head)])
+            write_atomic(self.dir, "head.msgpack", [sealed(msgspec.msgpack.encode(head))])
             keep = {head.generation, head.previous, head.state_generation, old.state_generation}
             self._sweep(keep=keep)
         return head

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any, Final, Generic, TypeVar
 
 import msgspec
+from evolog.eventlog._checked import checked_body, sealed
 
 from ._delta import SeqMark
 from ._memgraph import _STATE, MemGraph
@@ -228,8 +229,14 @@ def _read(path: str) -> bytes:
 
 def read_head(directory: str) -> Head | None:
     """The head, or None when there is none or it is damaged (both mean: rebuild)."""
+    path = os.path.join(directory, "head.msgpack")
     try:
-        head = _HEAD_DECODER.decode(_read(os.path.join(directory, "head.msgpack")))
+        # A checked file: a flipped bit in its list of changed nodes would otherwise leave
+        # a node's vectors unsynced.
+        body = checked_body(_read(path), path, "the graph checkpoint's head")
+        if body is None:
+            return None
+        head = _HEAD_DECODER.decode(body)
     except (Damaged, msgspec.DecodeError, msgspec.ValidationError):
         return None
     return head if head.format == FORMAT else None
@@ -305,10 +312,11 @@ def read_counted(directory: str, head: Head) -> Counted | None:
         data = _read(os.path.join(directory, f"counted-{head.state_generation}.bin"))
     except Damaged:
         return None
-    body = data[4:]
-    if len(data) < 4 or len(body) % 4 or zlib.crc32(body) != int.from_bytes(data[:4], "little"):
+    path = os.path.join(directory, f"counted-{head.state_generation}.bin")
+    body = checked_body(data, path, "the counted file")
+    if body is None or len(body) % 4:
         return None
-    return Counted(body)
+    return Counted(bytes(body))
 
 
 def counted_body(
@@ -333,8 +341,7 @@ def counted_body(
 
 def write_counted(directory: str, generation: str, body: bytes) -> None:
     """Write the counted file of a state generation."""
-    crc = zlib.crc32(body).to_bytes(4, "little")
-    write_atomic(directory, f"counted-{generation}.bin", [crc, body])
+    write_atomic(directory, f"counted-{generation}.bin", [sealed(body)])
 
 
 def write_atomic(directory: str, name: str, chunks: Iterable[bytes | memoryview]) -> None:

@@ -12,6 +12,11 @@ nor are rows beside a usearch file of another save (the key map records its size
 modification time), so the usearch file is checked as before whenever it may be read.
 A key map of format 3 (:data:`ROWS_ONLY`) was saved without a graph: its rows are the only
 copy of the vectors, any usearch file beside it is stale, and unusable rows mean a rebuild.
+
+Nothing is trusted unchecked (a flipped bit in a row once changed a route's answer): the key
+map and the rows file are checked files (:mod:`evolog.eventlog._checked`: a CRC-32 over every
+byte, checked on load), and the key map records the CRC-32 of the usearch file, checked
+before that file is mapped or read. A damaged file is noted, not used, and rebuilt.
 """
 
 from __future__ import annotations
@@ -21,10 +26,19 @@ import contextlib
 import mmap
 import os
 import struct
+import zlib
 from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
+from evolog.eventlog._checked import (
+    HEADER_SIZE,
+    checked_body,
+    file_crc,
+    header,
+    note_damage,
+    write_checked,
+)
 
 from .._errors import EngineError
 from ._lean import kernels
@@ -32,7 +46,7 @@ from ._lean import kernels
 __all__ = [
     "FORMAT", "ROWS_ONLY", "KeyMap", "Lazy", "Meta", "SavedRows", "best_per_node",
     "cache_paths", "f16_rows", "graph_rows", "map_rows", "read_meta", "usearch_index",
-    "write_files",
+    "usearch_intact", "write_files",
 ]  # fmt: skip
 
 FORMAT: Final = 2  # 2: key map as arrays, texts decoded lazily; rows optional
@@ -54,7 +68,8 @@ class Meta(msgspec.Struct):
     texts: msgspec.Raw  # list[str] per key, decoded only to change the index
     graph: str = ""
     rows: str = ""  # the token of the rows file written with it ("" = none)
-    usearch: tuple[int, int] = (0, 0)  # size and mtime_ns of the usearch file saved with it
+    # Size, mtime_ns and CRC-32 of the usearch file saved with it.
+    usearch: tuple[int, int, int] = (0, 0, 0)
 
 
 class Lazy(msgspec.Struct):
@@ -138,9 +153,13 @@ class KeyMap:
 
 def read_meta(path: str, embedder: str, dim: int) -> Meta | None:
     """The key map saved at ``path`` if it is of ``embedder`` and consistent, else None;
-    mapped, not read: its texts (most of the file) stay undecoded in the mapping."""
+    mapped, not read: its texts (most of the file) stay undecoded in the mapping. A damaged
+    one (its checksum disagrees) is noted and None."""
     with open(path, "rb") as f:
-        meta = msgspec.msgpack.decode(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), type=Meta)
+        body = checked_body(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), path, "key map")
+    if body is None:
+        return None
+    meta = msgspec.msgpack.decode(body, type=Meta)
     if meta.format not in (FORMAT, ROWS_ONLY) or (meta.embedder, meta.dim) != (embedder, dim):
         return None
     keys, node_of = memoryview(meta.keys).cast("Q"), memoryview(meta.node_of).cast("i")
@@ -197,18 +216,35 @@ def map_rows(
     try:
         if meta.format != ROWS_ONLY:
             st = os.stat(index_path)
-            if (st.st_size, st.st_mtime_ns) != tuple(meta.usearch):
+            if (st.st_size, st.st_mtime_ns) != tuple(meta.usearch[:2]):
                 return None
         with open(path, "rb") as f:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return None
+    # Every row is read by each search anyway: the whole file is checked once, here.
+    body = checked_body(data, path, "vector rows")
+    if body is None:
+        return None
     count = len(node_of)
-    if len(data) != _HEADER.size + 2 * count * dim:
+    if len(body) != _HEADER.size + 2 * count * dim:
         return None
-    if _HEADER.unpack_from(data) != (_MAGIC, bytes.fromhex(token), count, dim):
+    if _HEADER.unpack_from(body) != (_MAGIC, bytes.fromhex(token), count, dim):
         return None
-    return SavedRows(memoryview(data)[_HEADER.size :], keys, node_of, nodes, dim)
+    return SavedRows(body[_HEADER.size :], keys, node_of, nodes, dim)
+
+
+def usearch_intact(path: str, meta: Meta) -> bool:
+    """Whether the usearch file at ``path`` is the one saved with ``meta``, byte for byte
+    (a damaged one is noted)."""
+    try:
+        size, crc = os.path.getsize(path), file_crc(path)
+    except OSError:
+        return False
+    if (size, crc) == (meta.usearch[0], meta.usearch[2]):
+        return True
+    note_damage(path, "the vector index's size or checksum does not match its key map")
+    return False
 
 
 def write_files(
@@ -216,32 +252,58 @@ def write_files(
 ) -> None:
     """Write the usearch ``index`` (None: none, as format :data:`ROWS_ONLY`), ``count``
     float16 ``rows`` (buffers of whole rows, in the key map's order) and the key map under
-    temporary names, then rename them, the key map last."""
+    temporary names, then rename them, the key map last (with the usearch file's CRC)."""
+    import tempfile  # only to write: a cold route does without it
+
     index_path, meta_path, rows_path = paths
+    directory = os.path.dirname(index_path)
+    temps: list[str] = []
+
+    def temp(target: str) -> str:
+        # Unique: two processes saving the same index must not write one temporary file.
+        fd, name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix="-" + target[-8:])
+        os.close(fd)
+        temps.append(name)
+        return name
+
     try:
-        os.makedirs(os.path.dirname(index_path), exist_ok=True)
+        os.makedirs(directory, exist_ok=True)
+        index_tmp = rows_tmp = ""
         if index is not None:
-            index.save(index_path + ".tmp")
-            st = os.stat(index_path + ".tmp")  # a rename keeps both
-            meta.usearch = (st.st_size, st.st_mtime_ns)
-        with open(rows_path + ".tmp", "wb") as f:
-            f.write(_HEADER.pack(_MAGIC, bytes.fromhex(meta.rows), count, meta.dim))
+            index_tmp = temp(index_path)
+            index.save(index_tmp)
+            st = os.stat(index_tmp)  # a rename keeps both
+            meta.usearch = (st.st_size, st.st_mtime_ns, file_crc(index_tmp))
+        rows_tmp = temp(rows_path)
+        with open(rows_tmp, "wb") as f:
+            size = _HEADER.size + 2 * count * meta.dim
+            f.write(header(0, size))  # its CRC is known once the rows are written
+            first = _HEADER.pack(_MAGIC, bytes.fromhex(meta.rows), count, meta.dim)
+            f.write(first)
+            crc = zlib.crc32(first)
             for chunk in rows:
                 f.write(chunk)
-            if f.tell() != _HEADER.size + 2 * count * meta.dim:
+                crc = zlib.crc32(chunk, crc)
+            if f.tell() != HEADER_SIZE + size:
                 raise EngineError(f"{rows_path}: {count} rows expected, the index gave others")
-        with open(meta_path + ".tmp", "wb") as f:
-            f.write(msgspec.msgpack.encode(meta))
+            f.seek(0)
+            f.write(header(crc, size))
+        os.chmod(rows_tmp, 0o644)
         if index is not None:
-            os.replace(index_path + ".tmp", index_path)
-        os.replace(rows_path + ".tmp", rows_path)
-        os.replace(meta_path + ".tmp", meta_path)
+            os.chmod(index_tmp, 0o644)
+            os.replace(index_tmp, index_path)
+        os.replace(rows_tmp, rows_path)
+        write_checked(meta_path, msgspec.msgpack.encode(meta))
         if index is None:
             # Stale now (the key map says so); removed to free the space it takes.
             with contextlib.suppress(OSError):
                 os.unlink(index_path)
     except (OSError, RuntimeError) as exc:
         raise EngineError(f"{index_path}: could not save the vector index: {exc}") from None
+    finally:
+        for name in temps:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
 
 
 def best_per_node(hits: Iterable[tuple[str, float]], k: int) -> list[tuple[str, float]]:

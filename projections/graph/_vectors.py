@@ -94,6 +94,9 @@ class VectorIndex:
         self._flat: Flat | None = None
         self._source: files.SavedRows | None = None
         self._rows: files.SavedRows | None = None  # searched by the kernel while unchanged
+        # The checked rows and key map of the loaded save: where its vectors come from
+        # should its usearch file turn out damaged when first read.
+        self._saved: tuple[files.SavedRows | None, files.Meta | None] = (None, None)
         self._staged: Staged | None = None
         self.graph = ""
         """The graph checkpoint generation the index was last synced to ("" if unknown)."""
@@ -105,9 +108,23 @@ class VectorIndex:
             self._usearch = self._flat_store().build(files.usearch_index(self.embedder.dim))
             self._graphless, self._flat = False, None
         elif self._usearch is None:
+            if self._viewed and self._usearch_damaged():
+                return self._index  # built from the saved rows instead
             path = self._paths()[0] if self._viewed else None
             self._usearch = files.usearch_index(self.embedder.dim, path)
         return self._usearch
+
+    def _usearch_damaged(self) -> bool:
+        """Whether the saved usearch file, about to be read for the first time, differs from
+        the one saved with the key map; if so the index is graphless again, its vectors
+        taken from the (checked) saved rows, and the graph is rebuilt from them."""
+        rows, meta = self._saved
+        if meta is not None and files.usearch_intact(self._paths()[0], meta):
+            return False
+        if rows is None:
+            raise EngineError(f"{self._paths()[0]}: damaged, and no saved rows to rebuild from")
+        self._graphless, self._viewed, self._source, self._flat = True, False, rows, None
+        return True
 
     def _flat_store(self) -> Flat:
         """The vectors of a graphless index, in memory (the saved rows not copied)."""
@@ -149,13 +166,15 @@ class VectorIndex:
         if rows is None and graphless:
             return  # the rows were the only copy of the vectors
         if rows is None:
-            # No usable rows: the usearch file is read now and checked as it always was.
+            # No usable rows: the usearch file is read now, once its checksum agrees.
+            if not files.usearch_intact(paths[0], meta):
+                return
             loaded = files.usearch_index(self.embedder.dim)
             loaded.view(paths[0])
             if len(loaded) != len(keys):
                 return
             self._usearch = loaded
-        self._rows = rows
+        self._rows, self._saved = rows, (rows, meta)
         self._graphless, self._viewed = graphless, not graphless
         self._source = rows if graphless else None
         self._next_key = meta.next_key
@@ -185,6 +204,9 @@ class VectorIndex:
 
     def _writable(self) -> Any:
         """The usearch index, read in full if it was only mapped (its rows go stale)."""
+        if self._viewed and self._usearch is None and self._usearch_damaged():
+            self._changing()
+            return self._index
         self._changing()
         if self._viewed:
             index_path = self._paths()[0]
