@@ -99,7 +99,8 @@ def test_prompt_injection_attribution_and_credit(store: Path) -> None:
     assert attempt.decided_by == ["n-deploy"] and attempt.gene == "n-deploy"
     assert set(recall.items) == {"n-deploy", *attempt.supported_by}
     assert recall.action_id == attempt.action_id
-    # A failed tool becomes a constraint of the strategy that was followed.
+    # A failed tool becomes a constraint of the strategy that was followed, once the
+    # attempt ends failed.
     code, out, _ = hook(
         store,
         {
@@ -111,9 +112,10 @@ def test_prompt_injection_attribution_and_credit(store: Path) -> None:
         },
     )
     assert code == 0 and out == ""
+    assert not any(isinstance(e, Constraint) for e in events(store))
+    assert hook(store, {"hook_event_name": "Stop", "session_id": "s2"})[0] == 0
     constraint = next(e for e in events(store) if isinstance(e, Constraint))
     assert constraint.node == "n-deploy" and "permission denied" in constraint.description
-    assert hook(store, {"hook_event_name": "Stop", "session_id": "s2"})[0] == 0
     outcome = next(e for e in events(store) if isinstance(e, Outcome))
     assert outcome.status == "failed" and outcome.delta == -1.0
     assert outcome.decided_by == ["n-deploy"] and outcome.supported_by == attempt.supported_by

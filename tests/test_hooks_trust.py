@@ -267,10 +267,14 @@ def test_sessions_whose_names_differ_only_in_escaped_bytes_keep_apart(tmp_path: 
         assert step.action_id == attempts[step.session]
 
 
-def test_session_state_is_removed_at_stop_and_session_end(tmp_path: Path) -> None:
+def test_session_state_is_removed_at_session_end(tmp_path: Path) -> None:
     store = tmp_path / "s"
     run_session(store, "done", [bash_post("ok", "")])
     states = store / "hooks" / "claude-code"
+    # After Stop the state holds no attempt, only what the session saw (for the next one).
+    (kept,) = states.iterdir()
+    assert json.loads(kept.read_bytes()).get("action_id") is None
+    hook(store, {"session_id": "done", "hook_event_name": "SessionEnd", "reason": "exit"})
     assert list(states.iterdir()) == []
     hook(store, {"session_id": "e", "hook_event_name": "UserPromptSubmit", "prompt": "p"})
     assert len(list(states.iterdir())) == 1

@@ -23,14 +23,16 @@ from ._events import Event, Outcome, Step
 TS_MAX = 253_402_300_799_999_999
 
 #: The statuses an outcome may have. ``success`` and ``failed`` are verdicts (edges and advice
-#: count them); ``partial``, ``interrupted`` (a new task came before the end)
-#: and ``abandoned`` (the session ended first) end an attempt without one; ``measured`` says
-#: the result is the ``delta``; ``unknown`` records that no verdict was given (an imported
-#: evolver outcome whose status is none of these is stored as ``unknown``, its original text
-#: kept in ``evolver_patch``).
+#: count them); ``partial``, ``interrupted`` (a new task came before the end), ``abandoned``
+#: (the session ended first), ``denied`` (a tool call was refused and never ran) and
+#: ``api_error`` (the agent's model API ended the turn) end an attempt without one;
+#: ``measured`` says the result is the ``delta``; ``unknown`` records that no verdict was
+#: given (an imported evolver outcome whose status is none of these is stored as ``unknown``,
+#: its original text kept in ``evolver_patch``).
 STATUSES = frozenset(
-    {"abandoned", "failed", "interrupted", "measured", "partial", "success", "unknown"}
-)
+    {"abandoned", "api_error", "denied", "failed", "interrupted", "measured", "partial",
+     "success", "unknown"}
+)  # fmt: skip
 
 #: The kinds with rules of their own (a set lookup is all other kinds pay).
 RULED = frozenset({Outcome, Step})

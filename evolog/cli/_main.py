@@ -139,6 +139,7 @@ _FEATURE_LAYERS = {
     "publish": "publish",
     "evolve": "evolve",
     "worker": "worker",
+    **dict.fromkeys(("pause", "resume", "forget", "status"), "controls"),
     "doctor": "doctor",
 }
 
@@ -168,6 +169,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ._evolve import add_evolve_commands as add
         elif layer == "worker":
             from ..worker._cli import add_worker_commands as add
+        elif layer == "controls":
+            from ..hook._commands import add_control_commands as add
         elif layer == "doctor":
             from ..doctor._cli import add_doctor_commands as add
         else:
@@ -289,6 +292,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             "evolve",
             "worker",
             "doctor",
+            "controls",
         ],
     )
 

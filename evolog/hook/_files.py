@@ -4,8 +4,9 @@ State: which attempt is open in a session lives in ``<store>/hooks/claude-code/<
 where ``<name>`` is the session id with every byte outside ``[A-Za-z0-9_.-]`` written as
 ``%XX`` (reversible, so ``a/b`` and ``a_b`` never share a file), or ``=`` and the id's
 SHA-256 when that would be longer than ``MAX_NAME`` characters. A session's file is removed
-at ``Stop`` and ``SessionEnd``; files untouched for ``STALE_AFTER_S`` (7 days: sessions that
-crashed before ``SessionEnd``) are removed at every ``SessionStart`` and ``SessionEnd``. The
+at ``SessionEnd`` (after ``Stop`` it keeps the signals the session saw); files untouched for
+``STALE_AFTER_S`` (7 days: sessions that crashed before ``SessionEnd``) are removed at every
+``SessionStart`` and ``SessionEnd``. The
 state is a cache: if it is lost, the next prompt opens a new attempt. Each file is updated
 under an flock, waited for at most ``STATE_LOCK_TIMEOUT_S``; a holder re-checks after locking
 that the path still names the file it locked (another hook may have removed it).

@@ -11,8 +11,11 @@ PostToolUse        step (tool, input summary, result, ok, duration); when the to
                    failed (see :func:`evolog.hook._content.tool_failure`), also a
                    signal ``log_error``, ``tool_error:<tool>``, ``errsig:<message>``
 PostToolUseFailure a failed step and its error signal (``error``; ``is_interrupt``)
-Stop               outcome of the open attempt: ``failed`` if its last tool step
-                   failed, else ``success`` (a heuristic, noted in the outcome)
+PermissionDenied   a step that did not run and a signal ``permission_denied``
+Stop               outcome of the open attempt on its evidence (:mod:`._credit`): steps
+                   for calls that never ran, then ``success``, ``failed``, ``denied``,
+                   ``interrupted`` or ``unknown``; a failed one's constraints
+StopFailure        outcome ``api_error``
 SessionEnd         outcome ``abandoned`` for an attempt still open; cold branches of
                    memory notes archived (:func:`evolog.hook._recall.archive`)
 =================  ==========================================================
@@ -24,7 +27,8 @@ to the dead letter and stderr gets one line saying where (or that it could not b
 Nor does it keep the agent waiting: when another process holds the store's write lock (a
 stopped writer, say) it gives up once ``EVOLOG_HOOK_LOCK_TIMEOUT`` seconds (default 2) have
 passed since it started, and the payload goes to the dead letter.
-Which attempt is open is kept per session (:mod:`evolog.hook._files`).
+Which attempt is open is kept per session (:mod:`evolog.hook._files`); capture paused for
+the session or its project (:mod:`evolog.hook._controls`) records nothing.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ from evolog.eventlog import (
     Constraint,
     Event,
     EventLog,
-    Outcome,
     Signal,
     Step,
     init_store,
@@ -58,11 +61,26 @@ from ._content import (
     text_for,
     tool_failure,
 )
+from ._controls import paused
+from ._credit import (
+    HOOK_PREFIX,
+    MAX_SIGNALS,
+    SessionState,
+    close_attempt,
+    keep_pending,
+    observe,
+    reset_evidence,
+)
 from ._files import keep_dead_letter, locked_state, prune_states, state_dir, state_name
 from ._recall import Injection, archive, for_prompt, for_session, output, warm
 
 __all__ = ["MAX_TEXT", "answer_claude_code", "handle_claude_code", "record_claude_code", "run_hook"]
 
+ATTEMPT_LINE = (
+    "(evolog: this task is attempt {}; to report how it ended, call record_outcome "
+    "with that action_id)"
+)
+"""The line after the injected block that names the attempt (see :mod:`._credit`)."""
 MAX_STARTED = 256
 """Tool calls remembered as started (PreToolUse without its PostToolUse yet) per session."""
 MAX_CONSTRAINT = 300
@@ -73,18 +91,10 @@ LOCK_TIMEOUT_S = 2.0
 """Seconds a hook waits in all for the store's write lock (``EVOLOG_HOOK_LOCK_TIMEOUT``)."""
 _KNOWN = frozenset(
     {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
-     "Stop", "SessionEnd"}
+     "PermissionDenied", "Stop", "StopFailure", "SessionEnd"}
 )  # fmt: skip
-
-
-class _State(msgspec.Struct):
-    action_id: str | None = None
-    turn: int = 0
-    steps: int = 0
-    last_failed: bool = False
-    started: dict[str, int] = {}
-    decided: list[str] = []
-    supported: list[str] = []
+_CLOSING = frozenset({"Stop", "StopFailure", "SessionEnd"})
+_State = SessionState
 
 
 def run_hook(agent_kind: str, store: str) -> int:
@@ -185,6 +195,8 @@ def handle_claude_code(
         return [], ""
     session = str(payload.get("session_id") or "unknown")
     directory = state_dir(paths.root)
+    if paused(paths.root, session, str(payload.get("cwd") or "")):
+        return _paused(paths.root, directory, session, deadline), ""
     if event_name in ("SessionStart", "SessionEnd"):
         prune_states(directory)
     # Reading (recall) takes no lock; the appends below open their own bounded writer.
@@ -196,6 +208,8 @@ def handle_claude_code(
             events.extend([got.event] if got.event is not None else [])
             return _append(paths.root, events, deadline), got.text
         with locked_state(os.path.join(directory, state_name(session)), _State) as held:
+            held.state.cwd = str(payload.get("cwd") or held.state.cwd)[:4096]
+            held.state.session = session
             events = _events_for(event_name, payload, session, held.state, policy)
             got = Injection()
             if event_name == "UserPromptSubmit":
@@ -203,10 +217,11 @@ def handle_claude_code(
             elif event_name == "SessionEnd":  # Living Memory's root-level compression
                 env = {"agent": "claude-code", "session": session}
                 events.extend(archive(reader, env, _left(deadline) * 0.5))
-            # The attempt is closed: the session's state has nothing left worth keeping.
-            held.remove = event_name in ("Stop", "SessionEnd")
+            # The session is over: its state has nothing left worth keeping. After Stop it
+            # keeps the signals the session saw, for the next attempt.
+            held.remove = event_name == "SessionEnd"
             seqs = _append(paths.root, events, deadline)
-        if event_name == "Stop":
+        if event_name in _CLOSING:
             warm(reader, _left(deadline))
         return seqs, got.text
 
@@ -227,6 +242,11 @@ def _inject(
     got = for_prompt(log, prompt, attempt.action_id, env, _left(deadline) * 0.75)
     if got.event is None:
         return events, got
+    # The block names the attempt it serves, so an MCP record_outcome can join it (one
+    # task, one outcome) instead of opening another.
+    text = f"{got.text}\n{ATTEMPT_LINE.format(attempt.action_id)}"
+    recorded = msgspec.structs.replace(got.event, chars=len(text))
+    got = msgspec.structs.replace(got, text=text, event=recorded)
     st.decided = list(got.decided)
     st.supported = [i for i in got.supported if i not in st.decided]
     attempt = msgspec.structs.replace(
@@ -235,7 +255,7 @@ def _inject(
         supported_by=st.supported,
         gene=st.decided[0] if st.decided else None,
     )
-    return [*events[:-1], attempt, got.event], got
+    return [*events[:-1], attempt, recorded], got
 
 
 def _append(root: str, events: list[Event], deadline: float) -> list[int]:
@@ -260,21 +280,27 @@ def _events_for(name: str, p: dict[str, Any], session: str, st: _State, policy: 
         source = _short(p.get("source", "unknown"), 64)
         return [Signal(signals=["session_start", f"source:{source}"], **env)]
     if name == "UserPromptSubmit":
-        out = _close(st, "interrupted", "a new prompt arrived before Stop", env)
+        out = close_attempt(st, "interrupted", "a new prompt arrived before Stop", env)
         return [*out, _open(st, text_for(p.get("prompt"), policy), env)]
     if name == "PreToolUse":
+        opened: list[Event] = [] if st.action_id else [_open(st, None, env)]
         tool_id = str(p.get("tool_use_id") or p.get("tool_name") or "")
         st.started[tool_id] = time.time_ns() // 1000
+        st.names[tool_id] = _short(p.get("tool_name") or "unknown", 200)
         if len(st.started) > MAX_STARTED:  # calls whose PostToolUse never came
-            del st.started[min(st.started, key=st.started.__getitem__)]
-        return [] if st.action_id else [_open(st, None, env)]
-    if name in ("PostToolUse", "PostToolUseFailure"):
+            oldest = min(st.started, key=st.started.__getitem__)
+            del st.started[oldest]
+            st.names.pop(oldest, None)
+        return opened
+    if name in ("PostToolUse", "PostToolUseFailure", "PermissionDenied"):
         return _tool_events(name, p, st, env, policy)
     if name == "Stop":
-        status = "failed" if st.last_failed else "success"
-        return _close(st, status, "inferred at Stop from the last tool result", env)
+        return close_attempt(st, "", "", env, evidence=True)
+    if name == "StopFailure":
+        error = _short(p.get("error") or "unknown", 64)
+        return close_attempt(st, "api_error", f"the turn ended on an API error ({error})", env)
     reason = _short(p.get("reason", "unknown"), 200)
-    return _close(st, "abandoned", f"session ended ({reason})", env)
+    return close_attempt(st, "abandoned", f"session ended ({reason})", env)
 
 
 def _short(value: Any, n: int) -> str:
@@ -283,37 +309,24 @@ def _short(value: Any, n: int) -> str:
 
 
 def _open(st: _State, task: str | None, env: dict[str, Any]) -> Attempt:
+    reset_evidence(st)
     st.turn += 1
-    st.steps = 0
-    st.last_failed = False
-    st.action_id = f"cc-{env['session']}-{st.turn}-{time.time_ns() // 1000}"
-    st.decided, st.supported = [], []
-    return Attempt(id=st.action_id, action_id=st.action_id, task=task, **env)
+    st.action_id = f"{HOOK_PREFIX}{env['session']}-{st.turn}-{time.time_ns() // 1000}"
+    # The attempt is about what the session saw before it (errors of an earlier turn).
+    st.carried = st.seen[-MAX_SIGNALS:]
+    return Attempt(id=st.action_id, action_id=st.action_id, task=task, signals=st.carried, **env)
 
 
-def _close(st: _State, status: str, note: str, env: dict[str, Any]) -> list[Event]:
-    if not st.action_id:
+def _paused(root: str, directory: str, session: str, deadline: float) -> list[int]:
+    """Capture is paused: record nothing, but close an attempt left open (no credit)."""
+    path = os.path.join(directory, state_name(session))
+    if not os.path.exists(path):
         return []
-    action_id, st.action_id = st.action_id, None
-    score = {"success": 0.6, "failed": 0.2}.get(status)
-    # The items injected for this attempt are credited: +1 task done, -1 task failed.
-    decided, supported = st.decided, st.supported
-    delta = {"success": 1.0, "failed": -1.0}.get(status) if decided or supported else None
-    st.decided, st.supported = [], []
-    return [
-        Outcome(
-            id=f"{action_id}-outcome",
-            action_id=action_id,
-            status=status,
-            score=score,
-            note=note,
-            decided_by=decided,
-            supported_by=supported,
-            gene=decided[0] if decided else None,
-            delta=delta,
-            **env,
-        )
-    ]
+    with locked_state(path, _State) as held:
+        env = {"agent": "claude-code", "session": session}
+        events = close_attempt(held.state, "unknown", "capture paused before the turn ended", env)
+        held.remove = True
+        return _append(root, events, deadline)
 
 
 def _tool_events(
@@ -323,10 +336,19 @@ def _tool_events(
     tool = _short(p.get("tool_name") or "unknown", 200)
     tool_id = str(p.get("tool_use_id") or tool)
     response = p.get("tool_response")
-    failure = tool_failure(response) if name == "PostToolUse" else _reported_failure(p)
+    if name == "PermissionDenied":
+        failure: str | None = "permission denied: " + str(p.get("reason") or "no reason given")
+        st.denied.append(tool)
+    else:
+        failure = tool_failure(response) if name == "PostToolUse" else _reported_failure(p)
+        st.interrupted = st.interrupted or p.get("is_interrupt") is True
     error = None if failure is None else text_for(failure, policy) or "failed"
     started = st.started.pop(tool_id, None)
+    st.names.pop(tool_id, None)
     now = time.time_ns() // 1000
+    # Claude Code's own figure when it sends one: hook-to-hook time adds both hooks' start-up.
+    own = _duration(p.get("duration_ms"))
+    duration = own if own is not None else (now - started) / 1000 if started else None
     step_id = f"{st.action_id}-{p['tool_use_id']}" if p.get("tool_use_id") else ""
     action = f"{tool} {input_summary(p.get('tool_input'), policy)}".strip()
     out.append(
@@ -339,17 +361,34 @@ def _tool_events(
             result=result_summary(response, policy),
             ok=error is None,
             error=error,
-            duration_ms=(now - started) / 1000 if started else None,
+            duration_ms=duration,
             **env,
         )
     )
     st.steps += 1
-    st.last_failed = error is not None
-    if error is not None:
-        signals = ["log_error", f"tool_error:{tool}", f"errsig:{error}"]
+    if name == "PermissionDenied":  # not run: neither evidence of success nor of failure
+        signals = ["permission_denied", f"tool_denied:{tool}"]
+        observe(st, signals)
         out.append(Signal(signals=signals, **env))
-        out.extend(_constraints(st, action, error, env))
+        return out
+    st.last_failed = error is not None
+    if error is None:
+        st.ran_ok += 1
+    else:
+        st.ran_failed += 1
+        signals = ["log_error", f"tool_error:{tool}", f"errsig:{error}"]
+        observe(st, signals)
+        out.append(Signal(signals=signals, **env))
+        found = _constraints(st, action, error, env)
+        keep_pending(st, [c for c in found if isinstance(c, Constraint)])
     return out
+
+
+def _duration(value: Any) -> float | None:
+    """Claude Code's ``duration_ms`` if it is a plausible one."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) if 0 <= value < float("inf") else None
+    return None
 
 
 def _constraints(st: _State, action: str, error: str, env: dict[str, Any]) -> list[Event]:

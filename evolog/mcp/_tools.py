@@ -196,7 +196,9 @@ def register(server: MCPServer, state: AppState) -> None:
             "Record how a task ended, crediting the memories used: the items recalled for "
             "its action_id (unless supported_by names others), and decided_by. A success "
             "credits them (+1), a failure debits them (-1), in the survival ledger, edges "
-            "and advice. Example: record_outcome(action_id='task-7', status='success', "
+            "and advice. In Claude Code, pass the attempt id the memory block names (or none): "
+            "the hook then records the task's one outcome at the turn's end, with this report "
+            "in it. Example: record_outcome(action_id='task-7', status='success', "
             "score=0.9, note='deployed') -> {'seq': 57, 'id': '...', 'credited': ['01J...']}"
         ),
     )
@@ -217,17 +219,31 @@ def register(server: MCPServer, state: AppState) -> None:
         signals: Annotated[list[str], Field(description="signals it was about")] = [],  # noqa: B006
         gene: Annotated[str | None, Field(description="the gene/strategy used")] = None,
     ) -> dict[str, Any]:
+        import os
+
         from evolog.eventlog import Outcome
+        from evolog.hook._credit import HOOK_PREFIX, Report, join_report, outcome_id
         from evolog.server.routes._memory import recalled_items
 
         try:
             supported = list(supported_by)
             if not supported and action_id:
                 supported = await to_thread.run_sync(recalled_items, state, action_id)
+            # A task the Claude Code hook holds open gets one outcome, written by the hook at
+            # the turn's end with this report in it (see evolog.hook._credit).
+            report = Report(
+                status=status, score=score, note=note, decided_by=list(decided_by),
+                supported_by=supported, signals=list(signals), gene=gene,
+            )  # fmt: skip
+            root = state.store.paths.root
+            joined = await to_thread.run_sync(join_report, root, action_id, os.getcwd(), report)
+            if joined is not None:
+                return {"seq": None, "id": outcome_id(joined), "credited": [], "joined": joined}
             credited = [*decided_by, *supported]
             # As the hook's Stop does: a verdict moves the credited entries by one.
             delta = {"success": 1.0, "failed": -1.0}.get(status) if credited else None
             event = Outcome(
+                id=outcome_id(action_id) if action_id.startswith(HOOK_PREFIX) else "",
                 action_id=action_id, status=status, score=score, note=note, delta=delta,
                 decided_by=list(decided_by), supported_by=supported, signals=list(signals),
                 gene=gene, agent="mcp",
@@ -235,4 +251,6 @@ def register(server: MCPServer, state: AppState) -> None:
             (receipt,) = await state.store.committer.submit([event], "outcome")
         except Exception as exc:
             raise _fail(exc) from None
+        if receipt.duplicate:  # that hook attempt was closed and credited already
+            return {"seq": receipt.seq, "id": receipt.id, "credited": [], "duplicate": True}
         return {"seq": receipt.seq, "id": receipt.id, "credited": credited}

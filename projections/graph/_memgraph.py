@@ -131,6 +131,8 @@ class MemGraph:
         marked ``stale`` and must be reloaded (:func:`load_memgraph` reads retractions first).
         """
         self.last_seq = max(self.last_seq, event.seq)
+        if isinstance(event, (Outcome, Attempt)) and event.id in self.retracted_ids:
+            return  # a forgotten try (``evolog forget --session``) counts for nothing
         if isinstance(event, Outcome):
             self._count_outcome(event)
             return
