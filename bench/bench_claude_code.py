@@ -183,11 +183,35 @@ def main() -> None:
                 for _ in range(args.turns):
                     for mode, (settings, env) in modes.items():
                         runs[mode].append(_turn(claude, api, work, mode, settings, env))
+            served = _served(stores["http"], args.port)
             alone = _standalone(stores["http"], args.port, args.standalone)
         finally:
             subprocess.run([EVOLOG, "--store", stores["http"], "worker", "stop"],
                            check=False, capture_output=True)  # fmt: skip
     _report(runs, alone, claude, args.turns)
+    print(f"worker side, the turns' {served['count']} hook requests: "
+          f"{served['under_5ms']} answered within 5 ms, {served['under_10ms']} within 10 ms, "
+          f"mean {served['mean_ms']:.1f} ms (its /metrics)")  # fmt: skip
+
+
+def _served(store: str, port: int) -> dict[str, float]:
+    """The worker's own time per hook request so far (its /metrics histogram)."""
+    auth = {"Authorization": f"Bearer {read_token(store)}"}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/metrics", headers=auth)
+    with urllib.request.urlopen(req) as r:
+        text = r.read().decode()
+    found: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith('evolog_http_request_seconds_bucket{route="hook",le="0.005"}'):
+            found["under_5ms"] = float(line.split()[-1])
+        elif line.startswith('evolog_http_request_seconds_bucket{route="hook",le="0.01"}'):
+            found["under_10ms"] = float(line.split()[-1])
+        elif line.startswith('evolog_http_request_seconds_sum{route="hook"}'):
+            found["sum"] = float(line.split()[-1])
+        elif line.startswith('evolog_http_request_seconds_count{route="hook"}'):
+            found["count"] = float(line.split()[-1])
+    found["mean_ms"] = found.get("sum", 0.0) / max(found.get("count", 1.0), 1.0) * 1000
+    return found
 
 
 def _report(runs: dict[str, list[dict[str, Any]]], alone: dict[str, float], claude: str,
