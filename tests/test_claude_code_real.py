@@ -152,11 +152,15 @@ def test_http_hooks_to_an_on_demand_worker_with_mcp_and_a_denied_tool(
     ]
     assert by_attempt[0] == [("Bash echo beta-out", True)]
     assert by_attempt[1][:1] == [("Bash echo gamma-out", True)]
-    # The denied call is never recorded as a tool that succeeded.
+    # The denied call is never recorded as a tool that succeeded, nor its turn as a success,
+    # and nothing injected is credited for it.
     assert not [s for s in steps if "rm -rf" in s["action"] and s["ok"]]
     outcomes = {o["action_id"]: o for o in _events(store, "outcome")}
     assert set(outcomes) == {a["action_id"] for a in attempts}
     assert outcomes[attempts[0]["action_id"]]["status"] == "success"
+    second_outcome = outcomes[attempts[1]["action_id"]]
+    assert second_outcome["status"] == "denied"
+    assert second_outcome.get("delta") is None
     # The second attempt was decided by the dreamt strategy, and its outcome names it.
     (node,) = attempts[1]["decided_by"]
     assert node.startswith("node-")
