@@ -55,6 +55,7 @@ from ._errors import (
     LogReadError,
     UnknownAttemptError,
 )
+from ._limits import MAX_TASK_CHARS
 
 if TYPE_CHECKING:
     from ._attempts import close_attempt, open_attempts, outcome_id
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_FLOORS",
+    "MAX_TASK_CHARS",
     "POLICIES",
     "Advice",
     "AdviceEngine",

@@ -19,6 +19,7 @@ from evolog.eventlog.schema._signalkey import js_truthy
 from ._cache import Signature, load_dead, load_state, log_signature, save_dead, save_state
 from ._errors import InvalidInputError
 from ._evolog_policy import EvologParams, evolog_decide, gene_ids_of
+from ._limits import check_length
 from ._reader import AttemptFinder, read_rows
 from ._state import AdviceState, Row
 from .evolver._export import iso_ms
@@ -76,6 +77,8 @@ def parse_now(now: object) -> int:
 def _check_query(signals: object, policy: str, as_of: object) -> None:
     if not isinstance(signals, list | tuple):
         raise InvalidInputError(f"signals: expected a list of strings; got {signals!r:.80}")
+    for i, signal in enumerate(signals):
+        check_length(signal, f"signals[{i}]", InvalidInputError)
     if policy not in POLICIES:
         raise InvalidInputError(f"policy: expected one of {', '.join(POLICIES)}; got {policy!r}")
     if as_of is not None and (isinstance(as_of, bool) or not isinstance(as_of, int) or as_of < 0):

@@ -187,8 +187,10 @@ class Memory:
         include_dead: bool = False,
     ) -> RouteDecision:
         """Route a task: zero-shot, a memory traversal (with its plan) or a context jump."""
-        from evolog.advice import Router
+        from evolog.advice import InvalidTaskError, Router
+        from evolog.advice._limits import check_length
 
+        check_length(task, "task", InvalidTaskError)  # before the graph is brought up to date
         router = Router.from_log(self.log, embedder=embedder, config=config,
                                  include_dead=include_dead)  # fmt: skip
         return router.route(task, current=current)

@@ -115,6 +115,7 @@ def recall(
     if not isinstance(query, str):
         raise InvalidParameterError(f"query: expected text; got {type(query).__name__}")
     check_length(query, "query", InvalidParameterError)
+    check_length(query, "query", InvalidParameterError)
     cfg = config or load_config(log.path)
     budget = _count("budget_chars", cfg.budget_chars if budget_chars is None else budget_chars)
     limit = _count("top_n", cfg.top_n if top_n is None else top_n)

@@ -42,6 +42,7 @@ from evolog.projections.graph._vectors import VectorIndex, node_texts, sync_to_v
 from evolog.projections.graph._views import GraphReader
 
 from .._errors import AdviceError
+from .._limits import check_length
 from ._applicability import Applicability, judge, null_for, rule_for
 from ._lexical import lexical_evidence
 
@@ -235,7 +236,8 @@ class Router:
 
     def _embed(self, task: str) -> memoryview:
         if not isinstance(task, str) or not task.strip():
-            raise InvalidTaskError(f"task: expected non-blank text; got {task!r}")
+            raise InvalidTaskError(f"task: expected non-blank text; got {task!r:.80}")
+        check_length(task, "task", InvalidTaskError)
         return embed_rows(self.index.embedder, [task]).row(0)
 
     def _candidates(self, vector: memoryview) -> list[EntryPoint]:

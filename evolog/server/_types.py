@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from evolog.advice._limits import MAX_TASK_CHARS
+
 Seq = Annotated[int, msgspec.Meta(ge=0, description="a position in the log (0: the start)")]
 Time = Annotated[
     int | str,
@@ -123,7 +125,10 @@ class AdviceResponse(msgspec.Struct):
 class RouteRequest(msgspec.Struct, forbid_unknown_fields=True):
     """Route a task over the dream-built memory graph."""
 
-    task: Annotated[str, msgspec.Meta(min_length=1, examples=["a test is flaky, fix it"])]
+    task: Annotated[
+        str,
+        msgspec.Meta(min_length=1, max_length=MAX_TASK_CHARS, examples=["a test is flaky, fix it"]),
+    ]
     top_k: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5
     current: str | None = None
     include_dead: bool = False
@@ -199,7 +204,9 @@ class RecallRequest(msgspec.Struct, forbid_unknown_fields=True):
     """The memory items to inject for ``query``, within ``budget_chars``; ``record`` appends
     the ``recall`` event that credits and decays them (it needs a write token)."""
 
-    query: Annotated[str, msgspec.Meta(examples=["deploy the web service"])]
+    query: Annotated[
+        str, msgspec.Meta(max_length=MAX_TASK_CHARS, examples=["deploy the web service"])
+    ]
     budget_chars: Annotated[int, msgspec.Meta(ge=0)] | None = None
     top_n: Annotated[int, msgspec.Meta(ge=0)] | None = None
     threshold: float | None = None
