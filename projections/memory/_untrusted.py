@@ -45,19 +45,37 @@ __all__ = ["REMOVED", "error_signature", "quoted", "safe_text"]
 
 REMOVED: Final = "[instruction-like text removed]"
 
+
+class _Lazy:
+    """A pattern compiled on first use: most texts need few of these patterns, and compiling
+    them all would cost every cold hook that injects several milliseconds."""
+
+    __slots__ = ("_pattern", "_source")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._pattern: re.Pattern[str] | None = None
+
+    @property
+    def p(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(self._source)
+        return self._pattern
+
+
 # Look-alikes of < > and " are found by their Unicode names (angle quotation marks, CJK and
 # mathematical angle brackets, arrowheads, less-than signs and their variants, double
 # primes and every double quotation mark), plus letters that are drawn as < and > (Canadian
 # syllabics PA / PO and their kin).
-_OPENING: Final = re.compile(
+_OPENING: Final = _Lazy(
     r"LESS-THAN|LEFT(?:-POINTING| POINTING)? (?:CURVED |DOUBLE |WHITE )?ANGLE"
     r"|LEFT(?:WARDS)? (?:DOUBLE )?ARROWHEAD|LEFT CHEVRON"
 )
-_CLOSING: Final = re.compile(
+_CLOSING: Final = _Lazy(
     r"GREATER-THAN|RIGHT(?:-POINTING| POINTING)? (?:CURVED |DOUBLE |WHITE )?ANGLE"
     r"|RIGHT(?:WARDS)? (?:DOUBLE )?ARROWHEAD|RIGHT CHEVRON"
 )
-_QUOTING: Final = re.compile(
+_QUOTING: Final = _Lazy(
     r"DOUBLE.*(?:QUOTATION|COMMA|PRIME)|^(?:FULLWIDTH )?QUOTATION MARK|DITTO|DOUBLE PRIME"
     r"|QUOTATION MARK ORNAMENT"
 )
@@ -70,20 +88,20 @@ _ARROWS: Final = (("<->", "\u2194"), ("<=>", "\u21d4"), ("->", "\u2192"), ("<-",
 _ASCII_CONTROLS: Final = {c: " " for c in (*range(32), 127)}
 _BRACKETS: Final = {ord("<"): "(", ord(">"): ")", ord('"'): "'"}
 # Escapes of a bracket or a quote that a reader (or a later decoder) would turn back into one.
-_ESCAPED: Final = re.compile(
+_ESCAPED: Final = _Lazy(
     r"(?i)\\u\{?0*(3c|3e|22)\}?|\\x(3c|3e|22)|%(3c|3e|22|25)|\\(0?74|0?76|0?42)(?![0-7])"
 )
 # %25 is a percent sign: %253C decodes to %3C, then to < (three rounds at most).
 _ESCAPED_AS: Final = {"3c": "<", "3e": ">", "22": '"', "25": "%", "074": "<", "076": ">",
                       "042": '"', "74": "<", "76": ">", "42": '"'}  # fmt: skip
-_FENCE: Final = re.compile(r"`{3,}|~{3,}")
-_HASHES: Final = re.compile(r"#{2,}")
+_FENCE: Final = _Lazy(r"`{3,}|~{3,}")
+_HASHES: Final = _Lazy(r"#{2,}")
 # Phrases match inside words too ("0ignore previous instructions0" is still read as one);
 # role prefixes need a word start, or every "filesystem:" would go. Each pattern runs only
 # on a text holding one of its words (lower-cased): one regex of them all cost 4 ms per
 # 2000 characters, far more than a block's budget of time allows.
 _INSTRUCTIONS: Final = tuple(
-    (triggers, re.compile("(?i)" + pattern))
+    (triggers, _Lazy("(?i)" + pattern))
     for triggers, pattern in (
         (("(|",), r"\(\|[^|()]{0,40}\|\)"),  # chat-template tokens, once < > are gone
         (("inst]", "sys]", "system]", "((sys", "((/sys"),
@@ -117,10 +135,8 @@ _SKELETON: Final = str.maketrans(
     "\u0391\u0392\u0395\u0396\u0397\u0399\u039a\u039c\u039d\u039f\u03a1\u03a4\u03a5\u03a7",
     "aeopcyxijsdqwh" "ABEKMHOPCTXIJS" "oaeikvptux" "ABEZHIKMNOPTYX",
 )  # fmt: skip
-_TRIGGER: Final = re.compile(
-    "|".join(re.escape(t) for triggers, _ in _INSTRUCTIONS for t in triggers)
-)
-_TRAILING: Final = re.compile(r"(?:\s*\[instruction-like text removed\])+")
+_TRIGGER: Final = _Lazy("|".join(re.escape(t) for triggers, _ in _INSTRUCTIONS for t in triggers))
+_TRAILING: Final = _Lazy(r"(?:\s*\[instruction-like text removed\])+")
 
 
 def safe_text(text: str, limit: int = 400) -> str:
@@ -133,7 +149,7 @@ def safe_text(text: str, limit: int = 400) -> str:
     # Double-encoded entities (&amp;lt;) decode in a second round, fullwidth ones
     # once NFKC has made them ASCII; past three rounds what is left is shown as it is.
     for _ in range(3):
-        decoded = _ESCAPED.sub(_unescape, s) if "\\" in s or "%" in s else s
+        decoded = _ESCAPED.p.sub(_unescape, s) if "\\" in s or "%" in s else s
         decoded = unicodedata.normalize("NFKC", html.unescape(decoded))
         if decoded == s:
             break
@@ -145,8 +161,8 @@ def safe_text(text: str, limit: int = 400) -> str:
     for arrow, sign in _ARROWS:
         s = s.replace(arrow, sign)
     s = s.translate(_BRACKETS) if "<" in s or ">" in s or '"' in s else s
-    s = _FENCE.sub("'", s) if "``" in s or "~~" in s else s
-    s = _HASHES.sub("#", s) if "##" in s else s
+    s = _FENCE.p.sub("'", s) if "``" in s or "~~" in s else s
+    s = _HASHES.p.sub("#", s) if "##" in s else s
     s = _without_instructions(" ".join(s.split()))
     if len(s) <= limit:
         return s
@@ -156,13 +172,13 @@ def safe_text(text: str, limit: int = 400) -> str:
 def _without_instructions(s: str) -> str:
     skeleton = s if s.isascii() else s.translate(_SKELETON)
     lowered = skeleton.lower()
-    if not _TRIGGER.search(lowered):
+    if not _TRIGGER.p.search(lowered):
         return s
     spans = sorted(
         m.span()
         for triggers, pattern in _INSTRUCTIONS
         if any(t in lowered for t in triggers)
-        for m in pattern.finditer(skeleton)
+        for m in pattern.p.finditer(skeleton)
     )
     out: list[str] = []
     at = 0
@@ -173,7 +189,7 @@ def _without_instructions(s: str) -> str:
         at = end
     if not out:
         return s
-    return _TRAILING.sub(" " + REMOVED, "".join([*out, s[at:]])).strip()
+    return _TRAILING.p.sub(" " + REMOVED, "".join([*out, s[at:]])).strip()
 
 
 def quoted(text: str, limit: int = 400) -> str:
@@ -197,28 +213,26 @@ def _char(c: str) -> str:
     if c in _DRAWN:
         return _DRAWN[c]
     name = unicodedata.name(c, "")
-    if _QUOTING.search(name):
+    if _QUOTING.p.search(name):
         return "'"
-    if _OPENING.search(name):
-        return "(" if not _CLOSING.search(name) else "()"
-    return ")" if _CLOSING.search(name) else c
+    if _OPENING.p.search(name):
+        return "(" if not _CLOSING.p.search(name) else "()"
+    return ")" if _CLOSING.p.search(name) else c
 
 
-_TYPE: Final = re.compile(
-    r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Fault|Failure))\b"
-)
-_EXIT: Final = re.compile(
+_TYPE: Final = _Lazy(r"\b([A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Fault|Failure))\b")
+_EXIT: Final = _Lazy(
     r"(?i)\b(?:exit(?:ed)?(?:\s+with)?(?:\s+non-zero)?\s*(?:code|status)(?:\s+code)?"
     r"|return\s*code|returncode)\s*[:=]?\s*(-?\d{1,4})\b"
 )
-_HTTP: Final = re.compile(
+_HTTP: Final = _Lazy(
     r"(?i)\b(?:http(?:/\d(?:\.\d)?)?|status(?:\s+code)?|response\s+code)\s*[:=]?\s*([1-5]\d\d)\b"
 )
-_ERRNO: Final = re.compile(
+_ERRNO: Final = _Lazy(
     r"\b(E(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|NOSPC|CONNREFUSED|CONNRESET|TIMEDOUT|PIPE"
     r"|AGAIN|NOMEM|ROFS|BUSY|NOTEMPTY|INVAL))\b"
 )
-_NOISE_LINE: Final = re.compile(
+_NOISE_LINE: Final = _Lazy(
     r"^\s*(?:Traceback \(most recent call last\):|File \".*\", line \d+|\^+|~+|-+|=+|at \S+\(.*\))"
     r"\s*$"
 )
@@ -232,14 +246,14 @@ def error_signature(text: str | None, limit: int = 200) -> str:
     raw = (text or "").encode("utf-8", "replace").decode("utf-8")[:20_000]
     if not raw.strip():
         return "failed"
-    lines = [ln for ln in raw.splitlines() if ln.strip() and not _NOISE_LINE.match(ln)]
-    types = _TYPE.findall(raw)
+    lines = [ln for ln in raw.splitlines() if ln.strip() and not _NOISE_LINE.p.match(ln)]
+    types = _TYPE.p.findall(raw)
     # In a traceback the exception's own line is the last one naming its type.
     line = next((ln for ln in reversed(lines) if types and ln.lstrip().startswith(types[-1])),
                 lines[0] if lines else raw)  # fmt: skip
     parts = [types[-1]] if types else []
     for pattern, label in ((_EXIT, "exit "), (_HTTP, "HTTP "), (_ERRNO, "")):
-        found = pattern.search(raw)
+        found = pattern.p.search(raw)
         if found:
             parts.append(label + found.group(1))
     head = ", ".join(dict.fromkeys(parts))
