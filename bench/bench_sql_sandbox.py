@@ -108,16 +108,21 @@ print(" ".join(str(c) for c in sorted(codes)))
 """
 
 
-def _probe(url: str, seconds: float) -> list[float]:
+def _probe(
+    url: str, seconds: float, series: list[tuple[float, float]] | None = None
+) -> list[float]:
     import httpx
 
     out = []
-    end = time.monotonic() + seconds
+    start = time.monotonic()
+    end = start + seconds
     with httpx.Client() as client:
         while time.monotonic() < end:
             t = time.perf_counter()
             client.get(url + "/healthz", timeout=30).raise_for_status()
             out.append(time.perf_counter() - t)
+            if series is not None:
+                series.append((time.monotonic() - start, out[-1]))
             time.sleep(0.1)
     return out
 
@@ -148,10 +153,16 @@ def server_load(hostile: int, timeout: float, concurrency: int, queue: int) -> N
                 stdout=subprocess.PIPE,
                 text=True,
             )
-            time.sleep(1.0)  # the queries are posted and running
-            lat = _probe(server.url, max(5.0, timeout * 2))
+            series: list[tuple[float, float]] = []
+            lat = _probe(server.url, max(5.0, timeout * 2), series)
             out, _ = client.communicate(timeout=3600)
             print(f"/healthz, {hostile} hostile queries: {_summary(lat)}")
+            later = [x for at, x in series if at >= 2.0]
+            print(f"  the same, from 2 s after they were posted: {_summary(later)}")
+            print(
+                "  probes (s after posting: ms): "
+                + ", ".join(f"{at:.1f}: {x * 1000:.0f}" for at, x in series)
+            )
             codes = out.split()
             counts = {c: codes.count(c) for c in sorted(set(codes))}
             print(f"hostile queries answered: {counts} (504: time limit, 503: refused)")

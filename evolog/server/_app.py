@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio import to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
@@ -203,6 +204,13 @@ class EvologApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
+def _warm_sql() -> None:
+    import pyarrow.dataset  # noqa: F401
+
+    import evolog.projections._api
+    import evolog.projections._catalog  # noqa: F401
+
+
 def create_app(config: ServerConfig, *, mcp: bool | None = None) -> Starlette:
     """The server for ``config.store`` (the store opens when the app starts)."""
     with_mcp = config.mcp if mcp is None else mcp
@@ -226,6 +234,10 @@ def create_app(config: ServerConfig, *, mcp: bool | None = None) -> Starlette:
             async with anyio.create_task_group() as tasks:
                 if endpoint is not None:
                     tasks.start_soon(endpoint.run, stop)  # the SDK loads while the server answers
+                # The first SQL query would import DuckDB, pyarrow's datasets and the catalog
+                # on its thread, holding the GIL for long stretches while the loop waits: done
+                # here, while nothing else runs yet.
+                tasks.start_soon(to_thread.run_sync, _warm_sql)
                 try:
                     yield
                 finally:
