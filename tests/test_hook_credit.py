@@ -332,6 +332,13 @@ def test_forget_an_item_and_a_session(store: Path) -> None:
         assert "n-deploy" not in mem.recall(PROMPT, record=False).text
     code, _, err = cli(store, "forget", "n-deploy")
     assert code == 2 and "no live memory item 'n-deploy'" in err
+    with Memory(store) as mem:
+        note = mem.remember("deploy", "Deploy the web service with the canary script first.")
+        assert "canary" in mem.recall("deploy the web service canary", record=False).text
+    code, doc, _ = cli(store, "forget", note.item, "--reason", "wrong")
+    assert code == 0 and doc["kind"] == "note"
+    with Memory(store) as mem:
+        assert "canary" not in mem.recall("deploy the web service canary", record=False).text
     code, _, err = cli(store, "forget", "--session", "never")
     assert code == 2 and "recorded no events" in err
 

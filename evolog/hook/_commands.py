@@ -152,6 +152,11 @@ def run_forget(args: argparse.Namespace) -> int:
             return _error(
                 f"forget: no live memory item {args.item!r} (see `evolog recall --format json`)"
             )
+        if item not in ("note", "strategy"):
+            return _error(
+                f"forget: {args.item!r} is a {item}; expected a note or a strategy (a gene's "
+                f"evidence is its outcomes: `evolog forget --session` forgets those)"
+            )
         seq = log.append(Prune(node=args.item, reason=args.reason or "forgotten"))
     print_json({"seq": seq, "item": args.item, "kind": item})
     return 0

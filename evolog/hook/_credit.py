@@ -141,6 +141,7 @@ def join_report(root: str, action_id: str, cwd: str, report: Report) -> str | No
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
     except OSError:
         return None
+    here = os.path.realpath(cwd) if cwd else ""
     matches: list[str] = []
     for name in names:
         path = os.path.join(directory, name)
@@ -149,7 +150,9 @@ def join_report(root: str, action_id: str, cwd: str, report: Report) -> str | No
                 st = msgspec.json.decode(f.read(), type=SessionState)
         except (OSError, msgspec.MsgspecError):
             continue
-        if st.action_id and (st.action_id == action_id if action_id else st.cwd == cwd):
+        if not st.action_id:
+            continue
+        if st.action_id == action_id if action_id else _same_dir(st.cwd, here):
             matches.append(path)
     if len(matches) != 1:
         return None
@@ -250,3 +253,8 @@ def reset_evidence(st: SessionState) -> None:
     st.decided, st.supported, st.denied = [], [], []
     st.carried, st.observed, st.pending = [], [], []
     st.report = None
+
+
+def _same_dir(recorded: str, here: str) -> bool:
+    # The payload's cwd may name the directory through a symlink the server's does not.
+    return bool(recorded and here) and os.path.realpath(recorded) == here
