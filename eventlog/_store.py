@@ -67,6 +67,12 @@ def init_store(root: str | os.PathLike[str]) -> Paths:
         raise StoreExistsError(
             f"{paths.root}: expected an empty or missing directory for a new store; got a file"
         )
+    if os.path.islink(paths.root) and not os.path.exists(paths.root):
+        # Not replaced by a new directory: the link is someone's setup (a volume not mounted).
+        raise StoreExistsError(
+            f"{paths.root}: expected an empty or missing directory for a new store; got a "
+            f"symbolic link to {os.readlink(paths.root)!r}, which does not exist"
+        )
     if os.path.isdir(paths.root) and os.listdir(paths.root) and not _half_made(paths.root):
         raise StoreExistsError(
             f"{paths.root}: expected an empty or missing directory for a new store; "

@@ -153,3 +153,11 @@ def test_concurrent_inits_of_one_new_store_all_succeed(tmp_path: Path) -> None:
         assert p.returncode == 0, err
     assert sorted(os.listdir(tmp_path)) == ["store"]  # no build directory left beside it
     assert sorted(os.listdir(target)) == ["EVOLOG", "cache", "index", "segments", "wal"]
+
+
+def test_a_link_to_a_missing_directory_is_refused_and_kept(tmp_path: Path) -> None:
+    link = tmp_path / "store"
+    link.symlink_to(tmp_path / "not-mounted")
+    with pytest.raises(StoreExistsError, match=r"got a symbolic link to .*, which does not exist"):
+        init_store(link)
+    assert link.is_symlink() and sorted(os.listdir(tmp_path)) == ["store"]
