@@ -354,3 +354,18 @@ def test_status_reports_store_injections_and_open_attempts(store: Path) -> None:
     (open_attempt,) = doc["capture"]["open_attempts"]
     assert open_attempt["session"] == "st1" and open_attempt["action_id"] == last["action_id"]
     assert doc["worker"]["running"] is False
+
+
+def test_a_huge_mcp_report_cannot_push_the_session_state_past_its_cap(
+    store: Path, tmp_path: Path
+) -> None:
+    from evolog.hook._credit import Report, join_report
+
+    turn(store, "big", pre("t1"), post("t1", True), cwd=str(tmp_path))
+    report = Report("failed", note="x" * (4 << 20), supported_by=[f"i{n}" for n in range(10**4)])
+    assert join_report(str(store), "", str(tmp_path), report) is not None
+    (state,) = (store / "hooks" / "claude-code").iterdir()
+    assert state.stat().st_size < 64 * 1024
+    hook(store, stop("big"))
+    (outcome,) = outcomes(store)
+    assert outcome.status == "failed" and len(outcome.supported_by) <= 64

@@ -39,6 +39,7 @@ __all__ = [
     "Report",
     "SessionState",
     "close_attempt",
+    "deny",
     "join_report",
     "keep_pending",
     "observe",
@@ -54,6 +55,10 @@ MAX_SIGNALS: Final = 16
 """Signals a session carries into its next attempt (the newest kept)."""
 MAX_SIGNAL_CHARS: Final = 200
 """Characters of one observed signal kept (an ``errsig:`` carries an error's first line)."""
+MAX_NOTE: Final = 2000
+"""Characters of an MCP report's note kept."""
+MAX_NAMED: Final = 64
+"""Entries an MCP report may name in ``decided_by`` and in ``supported_by``."""
 NEVER_RAN: Final = "never ran: refused at the permission prompt, or the turn was cut off"
 _MAX_PENDING: Final = 32
 
@@ -162,8 +167,19 @@ def join_report(root: str, action_id: str, cwd: str, report: Report) -> str | No
         if not st.action_id or (action_id and st.action_id != action_id):
             held.remove = st == SessionState()  # do not leave behind a file it created
             return None
-        st.report = report
+        st.report = _bounded(report)
         return st.action_id
+
+
+def _bounded(report: Report) -> Report:
+    """The report cut to what a state file holds (a state past its cap reads as lost)."""
+    return msgspec.structs.replace(
+        report,
+        note=report.note[:MAX_NOTE] if report.note else report.note,
+        decided_by=report.decided_by[:MAX_NAMED],
+        supported_by=report.supported_by[:MAX_NAMED],
+        signals=[s[:MAX_SIGNAL_CHARS] for s in report.signals[: 4 * MAX_SIGNALS]],
+    )
 
 
 def observe(st: SessionState, signals: list[str]) -> None:
@@ -183,6 +199,12 @@ def keep_pending(st: SessionState, constraints: list[Constraint]) -> None:
     check before the fix (a deliberate reproduction) is no lesson against the strategy."""
     room = _MAX_PENDING - len(st.pending)
     st.pending.extend(constraints[: max(room, 0)])
+
+
+def deny(st: SessionState, tool: str) -> None:
+    """Note a refused call (at most a few names are kept: they only feed the note)."""
+    if tool not in st.denied and len(st.denied) < _MAX_PENDING:
+        st.denied.append(tool)
 
 
 def close_attempt(

@@ -67,6 +67,7 @@ from ._credit import (
     MAX_SIGNALS,
     SessionState,
     close_attempt,
+    deny,
     keep_pending,
     observe,
     reset_evidence,
@@ -338,7 +339,7 @@ def _tool_events(
     response = p.get("tool_response")
     if name == "PermissionDenied":
         failure: str | None = "permission denied: " + str(p.get("reason") or "no reason given")
-        st.denied.append(tool)
+        deny(st, tool)
     else:
         failure = tool_failure(response) if name == "PostToolUse" else _reported_failure(p)
         st.interrupted = st.interrupted or p.get("is_interrupt") is True
