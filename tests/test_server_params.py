@@ -114,3 +114,11 @@ def test_the_body_types_accepted_are_the_ones_the_openapi_lists(tmp_path: Path) 
             assert r.status_code == 200 and r.json()["count"] == 2, r.text
         r = c.post("/v1/events", content=b'{"kind":"tick"}\n', headers=NDJSON)
         assert r.status_code == 200
+
+
+@pytest.mark.parametrize("value", [b"\xb2", b"\xb9\xb2", b"9223372036854775808", b"-1", b"1.5"])
+def test_a_bad_last_event_id_is_a_422(live: httpx.Client, value: bytes) -> None:
+    headers = {"Accept": "text/event-stream", "Last-Event-ID": value}
+    with live.stream("GET", "/v1/events", headers=headers) as r:
+        assert r.status_code == 422, r.read()
+        assert json.loads(r.read())["field"] == "Last-Event-ID"

@@ -79,9 +79,12 @@ async def events(request: Request, state: AppState) -> Response:
     if follow or "text/event-stream" in request.headers.get("accept", ""):
         last = request.headers.get("last-event-id")
         if last is not None:
-            if not last.strip().isdigit():
+            text = last.strip()
+            # ASCII digits only: a header is decoded as Latin-1, and str.isdigit takes its
+            # superscripts ("\xb2"), which int() then refuses (an internal error).
+            if not (text.isascii() and text.isdigit() and int(text) < 1 << 63):
                 raise Problem(422, f"Last-Event-ID: expected a seq; got {last!r}", "Last-Event-ID")
-            after = max(after, int(last))
+            after = max(after, int(text))
         return StreamingResponse(
             _sse(state, after, kinds),
             media_type="text/event-stream",
