@@ -120,10 +120,12 @@ def test_the_kernel_search_is_the_exhaustive_usearch_search(tmp_path: Path) -> N
             reference = index.search(np.frombuffer(vector, np.float32).copy(), 10, exact=True)
         finally:
             index._rows = saved
-        # Nodes whose vectors score exactly alike come from usearch in no set order; the
-        # kernel orders them by name, so the reference is put in that order too.
-        reference = sorted(reference, key=lambda kv: (-kv[1], kv[0]))
-        assert [n for n, _ in reference][:5] == [n for n, _ in lean][:5]
+        # Nodes that score alike (equal vectors, or within float16's rounding) come from
+        # usearch in no set order, and the kernel orders them by name: so each of the
+        # kernel's first five must be among usearch's answers with the same score.
+        found = dict(reference)
+        for node, score in lean[:5]:
+            assert node in found and abs(found[node] - score) < 2e-3, (node, reference)
         assert max(abs(a - b) for (_, a), (_, b) in zip(lean, reference, strict=True)) < 2e-3
 
 
