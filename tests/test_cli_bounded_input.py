@@ -130,3 +130,9 @@ def test_a_binary_file_is_refused_before_anything_is_imported(store: Path, tmp_p
     err = _one_line(_run(store, ["import", "evolver", str(blob)]))
     assert "expected an evolver memory graph" in err
     assert hash_tree(store) == before
+
+
+def test_a_token_file_is_capped(store: Path) -> None:
+    args = ["serve", "--token-file", "/dev/zero", "--port", "0"]
+    err = _one_line(_run(store, args))
+    assert "--token-file /dev/zero: expected a token file of at most 1048576 characters" in err

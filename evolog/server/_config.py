@@ -122,12 +122,21 @@ def load_tokens(token_file: str | None, environ: Mapping[str, str] | None = None
     return Tokens(frozenset(read - {""}), frozenset(write - {""}), frozenset(kg - {""}))
 
 
+_TOKEN_FILE_CHARS = 1 << 20
+
+
 def _read_token_file(path: str, read: set[str], write: set[str]) -> None:
     try:
         with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            text = f.read(_TOKEN_FILE_CHARS + 1)  # bounded: --token-file /dev/zero by mistake
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--token-file {path}: cannot read it ({exc})") from None
+    if len(text) > _TOKEN_FILE_CHARS:
+        raise ConfigError(
+            f"--token-file {path}: expected a token file of at most {_TOKEN_FILE_CHARS} "
+            "characters; got more"
+        )
+    lines = text.splitlines()
     for n, line in enumerate(lines, 1):
         words = line.split("#", 1)[0].split()
         if not words:
