@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from _fake_anthropic import FakeAnthropic, ToolCall, claude_cli, main_requests, run_claude
-from evolog.eventlog import Attempt, EventLog, Signal
+from _server_util import free_port
+from evolog.eventlog import Attempt, EventLog, Signal, Step
 
 from evolog.doctor._paths import evolog_command
 from evolog.doctor._plugin import plugin_hooks_text
@@ -113,9 +115,11 @@ def test_plugin_hooks_cover_every_event_and_run_the_configured_evolog(tmp_path: 
         )
         assert groups[0]["hooks"][0]["type"] == "command"
     template = hooks["SessionStart"][0]["hooks"][0]["command"]
+    assert all(g[0]["hooks"][0]["command"] == template for g in hooks.values())
     store = tmp_path / "store"
+    bare = {**BARE, "EVOLOG_WORKER_PORT": str(free_port()), "EVOLOG_WORKER_DREAM_AFTER": "-1"}
 
-    def run(exe: str, store_option: str) -> Any:
+    def run(exe: str, store_option: str, payload: str | None = None) -> Any:
         command = (
             template.replace("${CLAUDE_PLUGIN_ROOT}", str(PLUGIN))
             .replace("${user_config.evolog}", exe)
@@ -124,21 +128,56 @@ def test_plugin_hooks_cover_every_event_and_run_the_configured_evolog(tmp_path: 
         return subprocess.run(
             ["/bin/sh", "-c", command],
             cwd="/",
-            env=BARE,
+            env=bare,
             timeout=60,
-            input=_payload("SessionStart", source="startup"),
+            input=payload or _payload("SessionStart", source="startup"),
             capture_output=True,
             text=True,
         )
 
     (exe,) = evolog_command()  # the script of this environment (an absolute path)
-    assert run(exe, str(store)).returncode == 0
-    assert any(isinstance(e, Signal) and "session_start" in e.signals for e in _kinds(store))
+    try:
+        # No worker yet: the command hook records the event and starts the worker.
+        assert run(exe, str(store)).returncode == 0
+        assert any(isinstance(e, Signal) and "session_start" in e.signals for e in _kinds(store))
+        status = _worker(store, bare, "status")
+        assert status["running"] is True
+        # Now the event is posted to the worker with curl (its metrics count it).
+        tool = {"tool_name": "Bash", "tool_input": {"command": "make -j4"}, "tool_use_id": "t1"}
+        assert run(exe, str(store), _payload("PreToolUse", **tool)).returncode == 0
+        assert _worker(store, bare, "status")["pid"] == status["pid"]
+        assert _hook_requests(store, status["url"]) == 1
+        # The worker gone mid-session: the event falls back, is recorded, and a worker starts.
+        _worker(store, bare, "stop")
+        done = {"tool_response": {"stdout": "built", "stderr": ""}}
+        assert run(exe, str(store), _payload("PostToolUse", **tool, **done)).returncode == 0
+        assert _worker(store, bare, "status")["pid"] != status["pid"]
+    finally:
+        _worker(store, bare, "stop")
+    recorded = _kinds(store)  # each once: the curl path and the fallback never both record
+    kinds = [type(e).__name__ for e in recorded if isinstance(e, Attempt | Step)]
+    assert kinds == ["Attempt", "Step"]
     missing = run("", str(store))
     assert missing.returncode == 1
     assert missing.stderr.count("\n") == 1 and "--config evolog=" in missing.stderr
     mcp = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["evolog"]
     assert mcp["args"] == ["mcp"] and mcp["env"]["EVOLOG_BIN"] == "${user_config.evolog}"
+
+
+def _worker(store: Path, env: dict[str, str], action: str) -> Any:
+    done = subprocess.run([*EVOLOG, "--store", str(store), "worker", action], capture_output=True,
+                          text=True, env={**os.environ, **env}, timeout=60)  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def _hook_requests(store: Path, url: str) -> int:
+    from evolog.worker._files import read_token
+
+    auth = {"Authorization": f"Bearer {read_token(str(store))}"}
+    text = httpx.get(f"{url}/metrics", headers=auth, timeout=30).text
+    prefix = 'evolog_http_requests_total{route="hook",status="200"} '
+    counts = [line[len(prefix) :] for line in text.splitlines() if line.startswith(prefix)]
+    return sum(int(float(n)) for n in counts)
 
 
 def _doctor(home: Path, store: Path, cwd: Path, *args: str) -> tuple[int, dict[str, str]]:
@@ -219,6 +258,9 @@ def test_claude_code_installs_the_plugin_and_it_records(claude: str, tmp_path: P
         "PATH": os.environ["PATH"],
         "DISABLE_TELEMETRY": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # The plugin's hooks start the store's worker: on a port of this test's own.
+        "EVOLOG_WORKER_PORT": str(free_port()),
+        "EVOLOG_WORKER_DREAM_AFTER": "-1",
     }
 
     def cli(*args: str, **extra: str) -> str:
@@ -245,6 +287,17 @@ def test_claude_code_installs_the_plugin_and_it_records(claude: str, tmp_path: P
     assert code == 0
     assert checks["hooks"].startswith("ok the evolog plugin") and checks["mcp"].startswith("ok ")
     # No model: the API is a closed local port, so the session ends after its first turn.
+    try:
+        _run_without_a_model(claude, cwd, env)
+        assert _worker(store, env, "status")["running"] is True  # started by SessionStart
+    finally:
+        _worker(store, env, "stop")
+    recorded = _kinds(store)
+    assert any(isinstance(e, Signal) and "session_start" in e.signals for e in recorded)
+    assert [e.task for e in recorded if isinstance(e, Attempt)] == ["deploy the web service"]
+
+
+def _run_without_a_model(claude: str, cwd: Path, env: dict[str, str]) -> None:
     subprocess.run(
         [claude, "-p", "deploy the web service", "--max-turns", "1"],
         cwd=cwd,
@@ -259,9 +312,6 @@ def test_claude_code_installs_the_plugin_and_it_records(claude: str, tmp_path: P
         text=True,
         timeout=120,
     )
-    recorded = _kinds(store)
-    assert any(isinstance(e, Signal) and "session_start" in e.signals for e in recorded)
-    assert [e.task for e in recorded if isinstance(e, Attempt)] == ["deploy the web service"]
 
 
 def test_the_first_mcp_tool_call_of_a_session_succeeds(claude: str, tmp_path: Path) -> None:

@@ -254,3 +254,85 @@ def test_the_worker_dreams_then_evolves_after_a_stop(tmp_path: Path) -> None:
     text = log.read_text()
     assert text.index("dreamt in") < text.index("evolved in"), text
     assert [e["kind"] for e in _events(store) if e["kind"] == "dream_end"] == ["dream_end"]
+
+
+def _on_a_thread(work: Any) -> Any:
+    """``work()`` off the main thread, as the worker's hook thread runs it (no SIGALRM)."""
+    box: list[Any] = []
+    thread = threading.Thread(target=lambda: box.append(work()))
+    thread.start()
+    thread.join(120)
+    assert box, "the work did not finish"
+    return box[0]
+
+
+def test_a_recall_past_the_answers_due_time_injects_nothing_and_is_recorded_as_none(
+    tmp_path: Path,
+) -> None:
+    """Off the main thread SIGALRM cannot bound recall; the worker's due time does: a recall
+    that would inject is given up on, and the attempt names nothing the agent was not shown."""
+    from evolog.hook._hooks import answer_claude_code
+    from evolog.hook._recall import _Overrun, answer_by, within
+
+    store = str(tmp_path / "store")
+    with Memory(store) as memory:
+        memory.remember("proj", "ORCA-12: build the gizmo with make -j4")
+
+    def prompt(session: str, due: float | None) -> bytes:
+        payload = {"hook_event_name": "UserPromptSubmit", "session_id": session, "cwd": "/w/proj",
+                   "prompt": "how do I build the gizmo with make"}  # fmt: skip
+        if due is None:
+            return answer_claude_code(payload, store)
+        with answer_by(due):
+            return answer_claude_code(payload, store)
+
+    assert b"ORCA-12" in _on_a_thread(lambda: prompt("in-time", None))
+    assert _on_a_thread(lambda: prompt("late", time.monotonic())) == b""
+    events = _events(store)
+    attempts = {e["session"]: e for e in events if e["kind"] == "attempt"}
+    assert attempts["in-time"]["supported_by"] and not attempts["late"].get("supported_by")
+    assert not attempts["late"].get("decided_by")
+    recalls = [e["session"] for e in events if e["kind"] == "recall"]
+    assert recalls == ["in-time"]
+
+    def slow() -> None:
+        with pytest.raises(_Overrun):
+            within(0.05, lambda: time.sleep(30))  # abandoned, not waited for
+
+    _on_a_thread(lambda: slow() or True)
+
+
+def test_a_worker_of_another_version_is_reported_and_replaced_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    from importlib.metadata import version
+
+    from evolog.doctor._checks import check_worker
+    from evolog.worker._files import _alive
+
+    store = str(tmp_path / "store")
+    Memory(store).close()
+    port = free_port()
+    first = _evolog(store, "worker", "start", "--dream-after", "-1", port=port)
+    record_path = Path(store, "worker", "worker.json")
+    try:
+        record = json.loads(record_path.read_text())
+        assert record["version"] == version("evolog") == first["version"]
+        assert record["prefix"] == sys.prefix and os.path.isabs(record["executable"])
+        assert check_worker(store).level == "ok"
+        # What an evolog from before the upgrade wrote: no version, no environment.
+        old = {"pid": record["pid"], "port": port, "host": "127.0.0.1", "ready": True}
+        record_path.write_text(json.dumps(old))
+        doctor = check_worker(store)
+        assert doctor.level == "FIX" and "runs another evolog (version unrecorded" in doctor.text
+        payload = json.dumps({"hook_event_name": "SessionStart", "session_id": "up", "cwd": "/w"})
+        env = {**os.environ, "EVOLOG_WORKER_PORT": str(port), "EVOLOG_WORKER_DREAM_AFTER": "-1"}
+        subprocess.run([EVOLOG, "--store", store, "hook", "claude-code", "--start-worker"],
+                       input=payload, env=env, capture_output=True, text=True, check=True,
+                       timeout=60)  # fmt: skip
+        now = _evolog(store, "worker", "status", port=port)
+        assert now["pid"] != first["pid"] and now["version"] == version("evolog")
+        assert not _alive(first["pid"])
+        assert check_worker(store).level == "ok"
+    finally:
+        _evolog(store, "worker", "stop", port=port)

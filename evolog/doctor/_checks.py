@@ -294,7 +294,21 @@ def check_worker(store: str) -> Check:
         )
     if not ok:
         return Check("worker", "FIX", f"{status['url']}/healthz is not healthy: restart it")
-    return Check("worker", "ok", f"running at {status['url']} (pid {status['pid']})")
+    from evolog.worker._files import read_record, stale
+
+    record = read_record(os.path.abspath(store))
+    why = stale(record) if record is not None else None
+    if why is not None:
+        # The next SessionStart that reaches Python replaces it; until then hooks run old code.
+        stop = shell_line("worker", "stop", store=store)
+        return Check(
+            "worker",
+            "FIX",
+            f"pid {status['pid']} runs another evolog ({why}): `{stop}` then `{start}`",
+        )
+    return Check(
+        "worker", "ok", f"running at {status['url']} (pid {status['pid']}, {status['version']})"
+    )
 
 
 def run_checks(store: str, cwd: str, mcp_start: bool = True) -> list[Check]:

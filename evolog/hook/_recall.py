@@ -7,8 +7,9 @@ for a prompt become the attempt's ``supported_by`` (and, for the best strategy a
 ``decided_by`` and ``gene``), so the outcome at ``Stop`` credits them.
 
 Injection may never break or stall the agent: the work runs under a wall-clock bound
-(:func:`bounded`), and any failure or overrun means "no context" (the payload is still
-recorded). ``Stop`` refreshes the item index and the ledger's graveyard after appending
+(:func:`bounded` on the main thread, :func:`within` on any), and any failure or overrun
+means "no context" (the payload is still recorded, and names no item the agent was not
+shown). ``Stop`` refreshes the item index and the ledger's graveyard after appending
 the outcome, so the next prompt's recall reads only the few events appended since.
 """
 
@@ -18,8 +19,9 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
-from typing import Any, Final
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -27,6 +29,7 @@ from evolog.eventlog import EventLog, Note, Recall
 
 __all__ = [
     "Injection",
+    "answer_by",
     "archive",
     "bounded",
     "for_prompt",
@@ -35,7 +38,11 @@ __all__ = [
     "settings",
     "settings_text",
     "warm",
+    "within",
 ]
+
+_T = TypeVar("_T")
+_answer = threading.local()
 
 HOOK_EVENTS: Final = (
     "SessionStart",
@@ -84,6 +91,50 @@ def bounded(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+@contextlib.contextmanager
+def answer_by(deadline: float) -> Iterator[None]:
+    """Injection on this thread gives up at ``deadline`` (``time.monotonic()``) too: the
+    worker's answer is due then, whatever the hook's own bound still allows."""
+    _answer.deadline = deadline
+    try:
+        yield
+    finally:
+        _answer.deadline = None
+
+
+def within(seconds: float, work: Callable[[], _T]) -> _T:
+    """``work()``, or :class:`_Overrun` once ``seconds`` (or the thread's :func:`answer_by`)
+    have passed. On the main thread SIGALRM interrupts it; elsewhere (the worker) nothing
+    can, so it runs on a thread of its own and is abandoned when late: it only reads, and
+    what it finds is dropped, so the attempt never names what the agent was not shown."""
+    if threading.current_thread() is threading.main_thread():
+        with bounded(seconds):
+            return work()
+    deadline: float | None = getattr(_answer, "deadline", None)
+    if deadline is not None:
+        seconds = min(seconds, deadline - time.monotonic())
+    if seconds <= 0:
+        raise _Overrun("no time left")
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, work()))
+        except BaseException as exc:
+            box.append((False, exc))
+
+    thread = threading.Thread(target=run, name="evolog-recall", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not box:
+        raise _Overrun(f"injection took longer than {seconds:.2f} s")
+    ok, value = box[0]
+    if not ok:
+        raise value
+    result: _T = value
+    return result
+
+
 def _index(log: EventLog) -> Any:
     from evolog.projections.memory import ItemIndex
 
@@ -97,17 +148,14 @@ def for_prompt(
     from evolog._recall import digest, recall
     from evolog.projections.memory import STRATEGY, load_config
 
+    def work() -> Any:
+        cfg = load_config(log.path)
+        return recall(
+            log, _index(log), prompt, budget_chars=cfg.prompt_budget_chars, record=False, config=cfg
+        )
+
     try:
-        with bounded(seconds):
-            cfg = load_config(log.path)
-            result = recall(
-                log,
-                _index(log),
-                prompt,
-                budget_chars=cfg.prompt_budget_chars,
-                record=False,
-                config=cfg,
-            )
+        result = within(seconds, work)
     except Exception:
         return Injection()
     if not result.text:
@@ -132,17 +180,20 @@ def for_session(log: EventLog, cwd: str, env: dict[str, Any], seconds: float) ->
     from evolog.advice.recall import render
     from evolog.projections.memory import load_config
 
+    project = os.path.basename(os.path.normpath(cwd)) if cwd else ""
+
+    def work() -> tuple[Any, list[Any], str, int]:
+        cfg = load_config(log.path)
+        index = _index(log)
+        with log.snapshot() as snap:
+            ids = session_items(index, snap, log, [project] if project else [])
+            fold = index.fold
+            dead = index.dead_entries(log, snap) if ids else frozenset()
+        items = [fold.state.items[i] for i in ids if i not in dead]
+        return (cfg, items, *render(items, cfg.session_budget_chars))
+
     try:
-        with bounded(seconds):
-            cfg = load_config(log.path)
-            index = _index(log)
-            project = os.path.basename(os.path.normpath(cwd)) if cwd else ""
-            with log.snapshot() as snap:
-                ids = session_items(index, snap, log, [project] if project else [])
-                fold = index.fold
-                dead = index.dead_entries(log, snap) if ids else frozenset()
-            items = [fold.state.items[i] for i in ids if i not in dead]
-            text, kept = render(items, cfg.session_budget_chars)
+        cfg, items, text, kept = within(seconds, work)
     except Exception:
         return Injection()
     if not text:

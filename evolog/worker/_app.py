@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -39,15 +41,18 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
 
-__all__ = ["ANSWER_WAIT_S", "HOOK_PATH", "Worker", "worker_app"]
+__all__ = ["ANSWER_MARGIN_S", "ANSWER_WAIT_S", "HOOK_PATH", "Worker", "worker_app"]
 
 HOOK_PATH = "/hook/claude-code"
 ANSWER_WAIT_S = {"SessionStart": 4.0, "UserPromptSubmit": 9.0}
 """Longest an event waits for its context before it is answered with none: within the
 ``SessionStart`` curl's 5 s (else the payload is sent twice) and the http hook's 10 s.
-The command hook bounds recall itself (SIGALRM, main thread only); here it runs on a thread,
-so a late answer would leave the attempt naming items the agent was never shown: the wait
-is long, and an answer given up on is logged."""
+Recall on the hook thread gives up by then (:func:`evolog.hook._recall.answer_by`, with
+:data:`ANSWER_MARGIN_S` to spare), counted from the payload's arrival: a slow recall, or one
+queued behind other payloads, answers with no context and is recorded as none, so no
+attempt names items the agent was never shown."""
+ANSWER_MARGIN_S = 0.5
+"""What the answer keeps in hand for the append and the reply after recall gives up."""
 _DREAMS = frozenset({"Stop", "StopFailure", "SessionEnd"})
 
 
@@ -55,7 +60,10 @@ class Worker:
     """What the hook route and the dream cadence share."""
 
     def __init__(self, store: str, dream_after: float, evolve: str | None = None) -> None:
+        from ._files import installed_version
+
         self.store = store
+        self.version = installed_version()
         self.dream_after = dream_after
         self.evolve = evolve
         self.hooks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evolog-hook")
@@ -65,18 +73,35 @@ class Worker:
         self._again = False
         self.dreamt = 0
 
-    def record(self, payload: dict[str, Any], raw: bytes) -> bytes:
-        """Record on the hook thread; the answer, or b"" (a failure is dead-lettered)."""
+    def record(self, payload: dict[str, Any], raw: bytes, due: float | None = None) -> bytes:
+        """Record on the hook thread; the answer, or b"" (a failure is dead-lettered). Recall
+        gives up at ``due`` (``time.monotonic()``), when the answer is owed."""
         from evolog.hook._content import content_policy
         from evolog.hook._hooks import _dead_letter, answer_claude_code
+        from evolog.hook._recall import answer_by
 
         try:
             policy, _ = content_policy()
-            return answer_claude_code(payload, self.store, policy)
+            with answer_by(due) if due is not None else contextlib.nullcontext():
+                answer = answer_claude_code(payload, self.store, policy)
         except Exception as exc:
             with contextlib.suppress(Exception):
                 _dead_letter(self.store, raw, exc)
-            return b""
+            answer = b""
+        if payload.get("hook_event_name") == "SessionStart":
+            self._retire_if_upgraded()
+        return answer
+
+    def _retire_if_upgraded(self) -> None:
+        """Stop (gracefully, this answer still sent) once evolog was upgraded under us: the
+        session's hooks then fall back to the command hook, which starts the new version."""
+        from ._files import installed_version
+
+        with contextlib.suppress(Exception):
+            now = installed_version()
+            if now != self.version:
+                _say(f"evolog worker: evolog {now} installed (this is {self.version}): stopping")
+                os.kill(os.getpid(), signal.SIGTERM)
 
     # -- dreams ---------------------------------------------------------------------------
     def poke(self, state: AppState) -> None:
@@ -158,12 +183,13 @@ def _hook_route(worker: Worker) -> Any:
             got = type(payload).__name__
             raise Problem(400, f"expected a JSON object as the hook payload; got {got}")
         name = payload.get("hook_event_name")
+        wait = ANSWER_WAIT_S.get(str(name))
+        due = None if wait is None else time.monotonic() + wait - ANSWER_MARGIN_S
         loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(worker.hooks, worker.record, payload, raw)
+        job = loop.run_in_executor(worker.hooks, worker.record, payload, raw, due)
         if name in _DREAMS:
             worker.poke(state)
         answer = b""
-        wait = ANSWER_WAIT_S.get(str(name))
         if wait is not None:
             try:
                 answer = await asyncio.wait_for(asyncio.shield(job), wait)

@@ -169,6 +169,8 @@ def status_of(root: str) -> dict[str, Any]:
         "running": True,
         "ready": record.ready,
         "pid": record.pid,
+        "version": record.version or None,
+        "executable": record.executable or None,
         "url": base,
         "hook_url": f"{base}/hook/claude-code",
         "mcp_url": f"{base}/mcp",
@@ -256,7 +258,7 @@ def run_worker(root: str, port: int, dream_after: float, evolve: str | None = No
     from evolog.server._run import GRACE_S
 
     from ._app import worker_app
-    from ._files import Record, read_token, remove_record, write_record
+    from ._files import current, read_token, remove_record, write_record
 
     app = worker_app(root, port, read_token(root), dream_after, evolve)
     state = app.state.evolog
@@ -270,7 +272,7 @@ def run_worker(root: str, port: int, dream_after: float, evolve: str | None = No
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             if self.started:
-                write_record(root, Record(pid=pid, port=port, started=time.time(), ready=True))
+                write_record(root, current(pid, port, ready=True))
                 print(f"evolog: worker for {root} on http://127.0.0.1:{port}", file=sys.stderr)
 
     config = uvicorn.Config(

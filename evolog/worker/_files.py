@@ -3,7 +3,9 @@
 ``token``: the per-user secret an http hook sends as ``Authorization: Bearer TOKEN``
 (created once, mode 0600, 32 random bytes). ``worker.json``: the pid and port of the
 worker, written by whoever starts it (so a second start finds it at once) and rewritten
-by the worker once it listens (``ready``); it is removed when the worker stops.
+by the worker once it listens (``ready``); it is removed when the worker stops. It names the
+evolog version and the Python environment the worker runs, so a worker left running from
+before an upgrade (or from another installation) is found and replaced at the next start.
 ``worker.log``: the worker's stderr. Starting takes an flock on ``start.lock``, so two
 sessions starting at the same moment start one worker.
 
@@ -27,6 +29,7 @@ import msgspec
 __all__ = [
     "DEFAULT_PORT",
     "Record",
+    "current",
     "ensure_started",
     "header_file",
     "read_token",
@@ -47,6 +50,44 @@ class Record(msgspec.Struct):
     host: str = "127.0.0.1"
     started: float = 0.0
     ready: bool = False
+    version: str = ""  # "" from an evolog that did not record it: another version
+    executable: str = ""
+    prefix: str = ""
+
+
+def installed_version() -> str:
+    """The installed distribution's version, read from its metadata now (an upgrade made
+    while a process runs shows here, not in what the process imported)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("evolog")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def current(pid: int, port: int, ready: bool = False) -> Record:
+    """A record naming this process's evolog and environment."""
+    return Record(
+        pid=pid,
+        port=port,
+        started=time.time(),
+        ready=ready,
+        version=installed_version(),
+        executable=sys.executable,
+        prefix=sys.prefix,
+    )
+
+
+def stale(record: Record) -> str | None:
+    """Why ``record``'s worker is not this installation's (another version or environment:
+    ``sys.prefix``, as ``python`` and ``python3`` name one environment), else None."""
+    version = installed_version()
+    if record.version != version:
+        return f"version {record.version or 'unrecorded'}, expected {version}"
+    if record.prefix != sys.prefix:
+        return f"environment {record.prefix or 'unrecorded'}, expected {sys.prefix}"
+    return None
 
 
 def worker_dir(root: str) -> str:
@@ -186,16 +227,21 @@ def _start_lock(root: str) -> Iterator[None]:
 def ensure_started(root: str, port: int, extra: list[str] | None = None) -> tuple[Record, bool]:
     """This store's worker, started detached if none runs; and whether it was started now.
 
-    The child is a new session (it outlives the hook or shell that started it), reads
-    nothing from stdin and writes its stderr to ``worker.log``.
+    A running worker of another evolog version or environment (:func:`stale`) is stopped
+    and replaced: after an upgrade the hooks would otherwise keep the old code. The child
+    is a new session (it outlives the hook or shell that started it), reads nothing from
+    stdin and writes its stderr to ``worker.log``.
     """
     import subprocess
 
     with _start_lock(root):
         record = running(root)
+        if record is not None and record.ready and stale(record) is not None:
+            stop(root)
+            record = None
         if record is not None:
             return record, False
-        read_token(root)  # created before the worker reads it
+        header_file(root)  # the token, created before the worker reads it; the launcher's
         log = os.path.join(worker_dir(root), "worker.log")
         args = [sys.executable, "-m", "evolog", "--store", root, "worker", "run"]
         args += ["--port", str(port), *(extra or [])]
@@ -211,7 +257,7 @@ def ensure_started(root: str, port: int, extra: list[str] | None = None) -> tupl
                 close_fds=True,
                 cwd=root,  # not the session's project: it may be removed while we run
             )
-        record = Record(pid=child.pid, port=port, started=time.time())
+        record = current(child.pid, port)
         write_record(root, record)
         return record, True
 

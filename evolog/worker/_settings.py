@@ -92,14 +92,20 @@ def start_worker(store: str, hook: Callable[[], int]) -> int:
     """Run ``hook`` with the store's worker starting beside it if none runs; a worker started
     now is then waited for, so the session's first http hook finds it listening. Never
     raises (a hook must not fail): a worker that cannot start is one line on stderr."""
+    import importlib.util
+
     started, root = False, store
     try:
         from evolog.eventlog import init_store
 
-        from ._files import ensure_started, worker_port
+        from ._files import ensure_started, header_file, worker_port
 
         root = init_store(store).root
-        started = ensure_started(root, worker_port())[1]
+        # Without the server extra a worker would exit at once: starting one per event
+        # would only double each command hook's cost.
+        if importlib.util.find_spec("uvicorn") is not None:
+            header_file(root)  # what the plugin's launcher posts with
+            started = ensure_started(root, worker_port())[1]
     except Exception as exc:
         _say(exc)
     code = hook()
