@@ -143,6 +143,9 @@ class Projections:
         bounds = Bounds(as_of, as_of_ts)
         con = connect(catalog=True)
         try:
+            # Sealed before the query's text touches it: finding the names it refers to
+            # binds it, and a table function's bind may already open files.
+            seal_off(con, limits)
             check_query(query, con)
             referenced = _referenced_names(con, query)
             with self.snapshot() as snap:
@@ -150,7 +153,6 @@ class Projections:
                 names = referenced & set(_DERIVED)
                 if names:
                     self._register_derived(con, snap, bounds, names, now)
-            seal_off(con, limits)
             return run_query(con, query, limits, cancel)
         finally:
             con.close()

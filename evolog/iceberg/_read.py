@@ -60,8 +60,9 @@ def iceberg_sql(
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise IcebergInputError(f"{label}: expected an integer or None; got {value!r}")
     bounds = {k: v for k, v in (("seq", as_of), ("ts", as_of_ts)) if v is not None}
-    con = connect(catalog=True)  # footers read to bind the view are kept for the query
+    con = connect(catalog=True)
     try:
+        seal_off(con)  # before anything, the query's text included, reaches it
         check_query(query, con)  # refused before the catalog is even opened
         try:
             groups, columns = plan_direct(catalog, table, snapshot_id, bounds)
@@ -70,7 +71,6 @@ def iceberg_sql(
         with backend_errors(f"reading the data files of table {table}"):
             view = _events_sql(con, groups, columns, as_of, as_of_ts)
             con.execute(f"CREATE VIEW events AS {view}")
-        seal_off(con)
         return run_query(con, query)
     finally:
         con.close()
