@@ -36,14 +36,16 @@ def _old_path(store: Path, query: str) -> Callable[[], object]:
     """The query as ``Projections.sql`` ran it before the sandbox: read_parquet by path."""
     from evolog.eventlog import Snapshot
     from evolog.eventlog._store import Paths
+    from evolog.projections._api import _referenced_names
     from evolog.projections._catalog import create_views
     from evolog.projections._source import Bounds, EventScan, connect
 
     def run() -> object:
         con = connect(catalog=True)
         try:
+            only = _referenced_names(con, query)  # as Projections.sql: only the views named
             with Snapshot.take(Paths.of(store)) as snap:
-                create_views(con, EventScan(con, snap, Bounds()))
+                create_views(con, EventScan(con, snap, Bounds()), only)
             return con.sql(query).to_arrow_table()
         finally:
             con.close()
