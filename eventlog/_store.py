@@ -144,7 +144,11 @@ def _build_beside(paths: Paths) -> bool:
     tmp = os.path.join(
         parent, f".{os.path.basename(paths.root)}.init-{os.getpid()}-{secrets.token_hex(4)}"
     )
-    os.mkdir(tmp)
+    try:
+        os.mkdir(tmp)
+    except OSError as exc:
+        exc.filename = paths.root  # the build directory's name means nothing to the user
+        raise
     try:
         _build(tmp)
         try:
