@@ -229,6 +229,8 @@ def seal_off(con: duckdb.DuckDBPyConnection, limits: QueryLimits = NO_LIMITS) ->
         "SET enable_external_access = false",
         "SET disabled_filesystems = 'LocalFileSystem'",
         "SET python_enable_replacements = false",
+        # A long query would otherwise draw DuckDB's progress bar on the process's terminal.
+        "SET enable_progress_bar = false",
         *bounds,
         "SET lock_configuration = true",
     )

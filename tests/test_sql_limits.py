@@ -86,6 +86,9 @@ def test_memory_and_threads_are_set_on_the_query_connection(store: str) -> None:
     query = "SELECT current_setting('threads') AS t, current_setting('memory_limit') AS m"
     got = Projections(store).sql(query, limits=QueryLimits(threads=1, memory_mb=256))
     assert got.to_pylist() == [{"t": 1, "m": "256.0 MiB"}]
+    # and no progress bar drawn on the server's terminal by a long query
+    bar = Projections(store).sql("SELECT current_setting('enable_progress_bar') AS b")
+    assert bar.to_pylist() == [{"b": False}]
 
 
 @pytest.mark.parametrize(
