@@ -98,14 +98,13 @@ def test_an_evolver_import_of_an_endless_line_stops(store: Path, command: list[s
     assert hash_tree(store) == before
 
 
-def test_an_evolver_import_of_endless_blank_lines_stops(store: Path) -> None:
-    before = hash_tree(store)
+def _fed_blank_lines(store: Path, args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """``yes '' | evolog ARGS``: an endless stream of blank lines on stdin."""
     blank = subprocess.Popen(["yes", ""], stdout=subprocess.PIPE)
     assert blank.stdout is not None
     try:
         child = subprocess.Popen(
-            [sys.executable, "-m", "evolog", "--store", str(store), "import", "evolver",
-             "/dev/stdin"],
+            [sys.executable, "-m", "evolog", "--store", str(store), *args],
             stdin=blank.stdout, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
             preexec_fn=_limited,
         )  # fmt: skip
@@ -118,8 +117,20 @@ def test_an_evolver_import_of_endless_blank_lines_stops(store: Path) -> None:
     finally:
         blank.kill()
         blank.wait()
-    text = _one_line(subprocess.CompletedProcess(child.args, child.returncode, out, err))
+    return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+
+
+def test_an_evolver_import_of_endless_blank_lines_stops(store: Path) -> None:
+    before = hash_tree(store)
+    text = _one_line(_fed_blank_lines(store, ["import", "evolver", "/dev/stdin"]))
     assert "expected an evolver memory graph" in text and "got only blank lines" in text
+    assert hash_tree(store) == before
+
+
+def test_append_of_endless_blank_lines_stops(store: Path) -> None:
+    before = hash_tree(store)
+    text = _one_line(_fed_blank_lines(store, ["append"]))
+    assert "expected JSON events; got more than 4194304 bytes of blank lines in a row" in text
     assert hash_tree(store) == before
 
 

@@ -158,10 +158,18 @@ def append_ndjson(
 
 
 def _lines(stream: IO[bytes], first: int = 1) -> Iterator[tuple[int, bytes]]:
+    blank = 0  # bytes of blank lines in a row: an endless run of them (`yes ''`) must end
     for lineno, raw in enumerate(iter(lambda: stream.readline(MAX_LINE_BYTES + 1), b""), first):
         if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
             raise InvalidEventError(
                 f"expected a line of at most {MAX_LINE_BYTES} bytes; got a longer one",
+                where=f"line {lineno}",
+            )
+        blank = blank + len(raw) if not raw.strip() else 0
+        if blank > MAX_LINE_BYTES:
+            raise InvalidEventError(
+                f"expected JSON events; got more than {MAX_LINE_BYTES} bytes of blank lines "
+                "in a row",
                 where=f"line {lineno}",
             )
         yield lineno, raw
