@@ -21,7 +21,7 @@ from ._errors import InvalidInputError
 from ._evolog_policy import EvologParams, evolog_decide, gene_ids_of
 from ._limits import check_length
 from ._reader import AttemptFinder, read_rows
-from ._state import AdviceState, Row
+from ._state import AdviceState, Gap, Row
 from .evolver._export import iso_ms
 from .evolver._policy import evolver_advice
 
@@ -230,13 +230,17 @@ class AdviceEngine:
         )
 
 
-def _fold(state: AdviceState, snap: Snapshot, read: tuple[int, Iterator[Row]]) -> int:
+def _fold(state: AdviceState, snap: Snapshot, read: tuple[int, Iterator[Row | Gap]]) -> int:
     """Fold the rows of ``read`` (from :func:`read_rows` on ``snap``) into ``state``; its head."""
     head, rows = read
     state.find_attempt = AttemptFinder(snap, head)
+    apply = state.apply
     try:
         for row in rows:
-            state.apply(row)
+            if type(row) is Row:
+                apply(row)
+            else:
+                state.skip(row)  # type: ignore[arg-type]
     finally:
         state.find_attempt = None  # holds the snapshot
     return head

@@ -5,6 +5,12 @@ the WAL tail is decoded frame by frame, only past the seq already folded. Signal
 patches, the costly columns, are read only for the rows that keep them: attempts, and the
 last :data:`evolog.advice._state.WINDOW` evolver-kind rows of each segment (earlier rows of a
 segment are pushed out of the window by those).
+
+The same holds for whole rows: before a segment's last ``WINDOW`` evolver-kind rows, a row
+that is neither an attempt nor an outcome changes nothing the fold keeps but counters (it
+enters the window only to be pushed out of it within the segment), so such rows are not
+decoded at all; one :class:`evolog.advice._state.Gap` stands for them (on a store of evolver
+cycles, two rows in three: most of a first fold was building rows that did nothing).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from evolog.eventlog import CorruptLogError, Event, Snapshot, kind_of
 from evolog.eventlog.sealed._manifest import SegmentInfo
 
 from ._errors import LogReadError
-from ._state import WINDOW, Row, parse_patch
+from ._state import WINDOW, Gap, Row, parse_patch
 from .evolver._export import EVOLVER_KINDS, PATCH_FIELD
 
 _COLUMNS = (
@@ -56,7 +62,7 @@ def row_of(event: Event) -> Row:
     )
 
 
-def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> Iterator[Row]:
+def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> Iterator[Row | Gap]:
     import pyarrow as pa
     import pyarrow.compute as pc
     from evolog.eventlog.sealed._segments import DAMAGE, open_segment, read_checked, segment_path
@@ -80,6 +86,24 @@ def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> I
     n = table.num_rows
     if n == 0:
         return
+    passing = n - WINDOW  # rows before this index are pushed out of the window here
+    if passing > 0:
+        folded = pc.is_in(table["kind"].slice(0, passing), pa.array(_FOLDED)).combine_chunks()
+        skipped = passing - folded.true_count
+        if skipped:
+            yield Gap(skipped)
+            table = table.filter(pa.concat_arrays([folded, pa.array([True] * WINDOW)]))
+    yield from _decoded(table, present)
+
+
+#: The evolver kinds whose rows change the fold outside the window.
+_FOLDED = ("attempt", "outcome")
+
+
+def _decoded(table: Any, present: set[str]) -> Iterator[Row]:
+    import pyarrow as pa
+
+    n = table.num_rows
     cols: dict[str, list[Any]] = {}
     for c in _COLUMNS:
         if c not in present:
@@ -106,7 +130,7 @@ def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> I
             cols["agent"][i] or "",
             cols["session"][i],
             signals.get(i),
-            parse_patch(patches.get(i)),
+            parse_patch(patches[i]) if i in patches else None,
         )
 
 
@@ -117,8 +141,11 @@ def _take(table: Any, name: str, rows: list[int], present: set[str]) -> dict[int
     return dict(zip(rows, values, strict=True))
 
 
-def read_rows(snap: Snapshot, after: int, upto: int | None = None) -> tuple[int, Iterator[Row]]:
-    """(head, rows of evolver-kind events with ``after < seq <= head``, in seq order).
+def read_rows(
+    snap: Snapshot, after: int, upto: int | None = None
+) -> tuple[int, Iterator[Row | Gap]]:
+    """(head, rows of evolver-kind events with ``after < seq <= head``, in seq order, a
+    segment's rows that pass through the window only counted by a :class:`Gap`).
 
     ``head`` is the snapshot's newest seq, or ``upto`` if that is smaller.
     """
@@ -129,7 +156,7 @@ def read_rows(snap: Snapshot, after: int, upto: int | None = None) -> tuple[int,
     return head, _rows(snap, after, head, events)
 
 
-def _rows(snap: Snapshot, after: int, head: int, events: Sequence[Event]) -> Iterator[Row]:
+def _rows(snap: Snapshot, after: int, head: int, events: Sequence[Event]) -> Iterator[Row | Gap]:
     for info in snap.segments:
         if info.last_seq > after and info.first_seq <= head:
             yield from _segment_rows(snap.paths.segments, info, after, head)
@@ -155,7 +182,7 @@ class AttemptFinder:
         if self._index is None:
             self._index = {}
             for row in read_rows(self._snap, 0, self._head)[1]:
-                if row.kind == "attempt" and row.action_id:
+                if type(row) is Row and row.kind == "attempt" and row.action_id:
                     self._index.setdefault(row.action_id, []).append(row)
         found = self._index.get(action_id, [])
         i = bisect.bisect_left([r.seq for r in found], before)

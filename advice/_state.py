@@ -67,6 +67,13 @@ class Row(NamedTuple):
     patch: dict[str, Any] | None
 
 
+class Gap(NamedTuple):
+    """``rows`` evolver-kind rows of a segment that are neither attempts nor outcomes and are
+    pushed out of the window within that segment: all they change is the counters."""
+
+    rows: int
+
+
 class AttemptInfo(msgspec.Struct):
     """An attempt as the attempts API reports it."""
 
@@ -209,21 +216,31 @@ class AdviceState:
             return
         self.head = row.seq
         self.applied += 1
+        if self._lazy is not None:
+            self._materialize()
+        # From here on ``_closed`` and ``_window`` are used directly: the properties cost
+        # a tenth of a first fold, called once or twice per row.
         key, signals, gene = row.key, row.signals, row.gene
         if row.kind == "attempt" and row.action_id:
             self._open(row)
         elif row.kind == "outcome":
             key, signals, gene = self._outcome(row)
         if row.kind in _EVOLVER:
-            self.window.append(
+            self._window.append(
                 WindowRow(row.kind, row.id, row.ts, key, signals or [], gene, row.status, row.patch)
             )
             self._objects.append(None)
             self.window_version += 1
 
+    def skip(self, gap: Gap) -> None:
+        """Count the rows of ``gap`` as :meth:`apply` would have (they are read only in
+        sealed segments, whose rows come after ``head``)."""
+        self.applied += gap.rows
+        self.window_version += gap.rows
+
     def _open(self, row: Row) -> None:
         aid = row.action_id or row.id
-        self.closed.pop(aid, None)  # a newer attempt with the same action id is open again
+        self._closed.pop(aid, None)  # a newer attempt with the same action id is open again
         self.open[aid] = AttemptInfo(
             aid,
             row.seq,
@@ -241,7 +258,7 @@ class AdviceState:
         aid = row.action_id or ""
         key, signals, gene = row.key, row.signals, row.gene
         info = self.open.pop(aid, None) if aid else None
-        closed = self.closed.get(aid) if aid and info is None else None
+        closed = self._closed.get(aid) if aid and info is None else None
         attempt: Closed | None = None
         if info is not None:
             attempt = Closed(row.seq, info.key, info.gene, info.signals)
@@ -249,10 +266,10 @@ class AdviceState:
             attempt = closed  # a second outcome for the same attempt (evolver double counts)
         if attempt is not None:
             key, signals, gene = _completed(key, signals, gene, attempt)
-            self.closed[aid] = attempt
-            self.closed.move_to_end(aid)
-            while len(self.closed) > RECENT_CLOSED:
-                self.forgotten.add(self.closed.popitem(last=False)[0])
+            self._closed[aid] = attempt
+            self._closed.move_to_end(aid)
+            while len(self._closed) > RECENT_CLOSED:
+                self.forgotten.add(self._closed.popitem(last=False)[0])
         elif aid and not (key and gene) and aid in self.forgotten and self.find_attempt:
             # A late outcome of an attempt closed long ago: the rule does not age, so the
             # log is asked (projections resolve it there too).

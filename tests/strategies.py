@@ -864,3 +864,45 @@ def vector_syncs(draw: st.DrawFn, max_rounds: int = 3) -> list[dict[str, list[st
         st.sampled_from(VECTOR_NODES), st.lists(text, min_size=1, max_size=3), max_size=10
     )
     return draw(st.lists(mapping, min_size=1, max_size=max_rounds))
+
+
+@st.composite
+def long_evolver_histories(draw: st.DrawFn) -> tuple[list[Event], list[int]]:
+    """Evolver-kind histories longer than advice's window (2000 rows), and where to seal.
+
+    Mostly signals and hypotheses (rows a segment's fold may pass over), with attempts and
+    outcomes in runs or scattered; an outcome names its attempt's action id, sometimes with
+    neither key nor gene of its own; a few action ids are reused long after. Returns the
+    events and the sorted indices after which the log is sealed (segments of any size,
+    some far past the window, some below it).
+    """
+    n = draw(st.integers(2100, 5200))
+    outcome_share = draw(st.sampled_from([0.0, 0.02, 0.2, 0.5]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    import random
+
+    rng = random.Random(seed)
+    t0 = 1_767_225_600_000_000
+    sigs = [["a"], ["a", "b"], ["b", "c"], []]
+    events: list[Event] = []
+    for i in range(n):
+        ts = t0 + rng.randrange(0, 90 * 86_400_000_000)
+        aid = f"a{rng.randrange(0, 40)}"
+        gene = rng.choice([None, "g0", "g1", "g2"])
+        roll = rng.random()
+        if roll < outcome_share / 2:
+            events.append(Attempt(id=f"e{i}", ts=ts, action_id=aid, signals=rng.choice(sigs),
+                                  gene=gene))  # fmt: skip
+        elif roll < outcome_share:
+            status = rng.choice(["success", "failed", "partial"])
+            if rng.random() < 0.5:
+                events.append(Outcome(id=f"e{i}", ts=ts, action_id=aid, status=status))
+            else:
+                events.append(Outcome(id=f"e{i}", ts=ts, action_id=aid, gene=gene,
+                                      signals=rng.choice(sigs), status=status))  # fmt: skip
+        elif roll < 0.5 + outcome_share / 2:
+            events.append(Signal(id=f"e{i}", ts=ts, signals=rng.choice(sigs)))
+        else:
+            events.append(Hypothesis(id=f"e{i}", ts=ts, signals=rng.choice(sigs), gene=gene))
+    seals = draw(st.lists(st.integers(0, n - 1), max_size=4, unique=True))
+    return events, sorted(seals)

@@ -13,8 +13,10 @@ from evolog.advice._cache import STATE_FILE, cache_dir
 from evolog.advice._keysearch import KeyCatalog, jaccard, key_signals
 from evolog.advice._state import AdviceState
 from evolog.eventlog import Attempt, Event, EventLog, Outcome, Signal
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.strategies import long_evolver_histories
 
 DAY_US = 86_400_000_000
 T0 = 1_767_225_600_000_000  # 2026-01-01
@@ -212,3 +214,33 @@ def test_exact_scan_below_the_threshold() -> None:
     assert catalog.indexed == 0  # no index is built for a small catalog
     none = KeyCatalog(["(none)", "a"])
     assert none.similar(frozenset(), 1 / 3, 5) == [(0, 1.0)]
+
+
+@given(long_evolver_histories(), st.booleans())
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_sealed_fold_passing_over_rows_equals_the_wal_fold(
+    history: tuple[list[Event], list[int]], compact: bool
+) -> None:
+    """A segment's rows that only pass through the window are counted, not decoded: the
+    state folded from segments (sealed anywhere, compacted or not) equals the state folded
+    from the same events left in the WAL, where every row is decoded."""
+    import tempfile
+
+    events, seals = history
+    with tempfile.TemporaryDirectory() as tmp:
+        with EventLog(Path(tmp) / "wal", create=True, durability="none", auto_seal="off") as wal:
+            wal.append_many(events)
+            want = AdviceEngine(wal, use_cache=False).state()
+            want_dump, want_answers = _dump(want), _answers(AdviceEngine(wal, use_cache=False))
+        with EventLog(Path(tmp) / "s", create=True, durability="none", auto_seal="off") as log:
+            start = 0
+            for cut in [*seals, len(events) - 1]:
+                log.append_many(events[start : cut + 1])
+                log.seal()
+                start = cut + 1
+            if compact:
+                log.compact(small_rows=10_000, target_rows=10_000)
+            got = AdviceEngine(log, use_cache=False).state()
+            assert _dump(got) == want_dump
+            assert (got.applied, got.window_version) == (want.applied, want.window_version)
+            assert _answers(AdviceEngine(log, use_cache=False)) == want_answers
