@@ -35,6 +35,7 @@ __all__ = [
     "advice_lines",
     "digest",
     "recall",
+    "routed_strategy",
     "session_items",
     "shown_json",
 ]
@@ -75,6 +76,7 @@ class RecallResult(msgspec.Struct, frozen=True, kw_only=True):
     budget: int
     recorded: int | None = None
     advice: dict[str, Any] | None = None
+    encoder: str = ""
 
 
 def digest(query: str) -> str:
@@ -140,7 +142,23 @@ def recall(
         candidates, null, considered = rank(
             fold, query, cfg, dead=dead, include_dead=include_dead, branches=branches, limit=limit
         )
-        chosen = [c for c in candidates if c.applies][:limit]
+        chosen = [c for c in candidates if c.applies]
+        if any(i.kind == STRATEGY for i in fold.state.items.values()):
+            # Strategies are the router's to choose, not the words': what recall injects as
+            # the strategy is what `evolog route` answers for the same text.
+            chosen = [c for c in chosen if c.kind != STRATEGY]
+            routed = routed_strategy(log, query, include_dead=include_dead, dead=dead)
+            encoder[:] = [routed[1]]
+            pick = fold.state.items.get(routed[0] or "")
+            if (
+                pick is not None
+                and pick.kind == STRATEGY
+                and pick.active
+                and (branches is None or pick.branch in branches)
+                and (include_dead or pick.id not in dead)
+            ):
+                chosen.insert(0, _routed_candidate(fold, pick, routed[2]))
+        chosen = chosen[:limit]
         if signals and (branches is None or GENE_BRANCH in branches):
             genes = rank_genes(fold, signals, cfg, dead=dead, include_dead=include_dead)
             chosen = [*chosen, *(g for g in genes if g.applies)]
@@ -150,6 +168,7 @@ def recall(
         items = [st.genes[c.id] if c.kind == GENE else st.items[c.id] for c in chosen]
         return chosen, items, null, considered
 
+    encoder: list[str] = []
     # Every read of the fold happens in ranked(): a damaged checkpoint found there is
     # dropped and the ranking redone from the log, before anything is appended.
     chosen, items, null, considered = index.guarded(ranked)
@@ -184,6 +203,7 @@ def recall(
             action_id=action_id,
             chars=len(text),
             budget=budget,
+            encoder=encoder[0] if encoder else "",
             **(envelope or {}),
         )
         seq = log.append(event)
@@ -196,7 +216,46 @@ def recall(
         chars=len(text),
         budget=budget,
         recorded=seq,
+        encoder=encoder[0] if encoder else "",
     )
+
+
+def routed_strategy(
+    log: EventLog,
+    query: str,
+    *,
+    include_dead: bool = False,
+    dead: Collection[str] | None = None,
+) -> tuple[str | None, str, Any]:
+    """The strategy node `evolog route` sends ``query`` to (None for zero-shot), the name of
+    the embedder that decided, and the router's entry point: the one retrieval and
+    applicability path that route, recall, the hook, the server and MCP share. ``dead``:
+    the survival ledger's dead entries, when the caller has them."""
+    from evolog.advice import Router, RouterPath
+
+    buried = None if dead is None else dict.fromkeys(dead, "dead")
+    router = Router.from_log(log, include_dead=include_dead, dead=buried)
+    if not query.strip():
+        return None, router.index.embedder.name, None
+    decision = router.route(query)
+    entry = decision.entry if decision.path is RouterPath.MEMORY_TRAVERSAL else None
+    return (entry.node if entry else None), router.index.embedder.name, entry
+
+
+def _routed_candidate(fold: Any, item: Any, entry: Any) -> Any:
+    """The routed strategy as a recall candidate: its score is the router's composite."""
+    from evolog.advice.recall import Candidate
+
+    h, x, n = fold.evidence(item)
+    quality = 0.5 + (0.5 if h + x + n == 0 else h / (h + x + n))
+    why = (
+        f"routed: similarity {entry.similarity:.3f}, composite {entry.composite:.3f}"
+        f" (helpful {h}, harmful {x}, neutral {n})"
+    )
+    return Candidate(
+        item.id, item.kind, item.branch, entry.composite, entry.similarity, 1.0,
+        round(quality, 6), (h, x, n), True, why,
+    )  # fmt: skip
 
 
 def shown_json(result: dict[str, Any]) -> dict[str, Any]:

@@ -866,6 +866,36 @@ def vector_syncs(draw: st.DrawFn, max_rounds: int = 3) -> list[dict[str, list[st
     return draw(st.lists(mapping, min_size=1, max_size=max_rounds))
 
 
+_ROUTE_GOALS = (
+    "fix the flaky integration test that times out in CI",
+    "ModuleNotFoundError: No module named requests when running the app",
+    "deploy the web service to production with a blue green switch",
+    "speed up the slow SQL query on the orders table",
+    "sort the import statements at the top of the python file",
+    "rotate the expired TLS certificate on the load balancer",
+    "fix the memory leak in the background worker",
+    "bake sourdough bread with a crisp crust",
+)
+
+
+@st.composite
+def routed_stores(draw: st.DrawFn) -> tuple[list[tuple[str, str, float]], list[str]]:
+    """A few strategy nodes (id, goal, confidence) and tasks to recall and route for: the
+    goals themselves, goals with words dropped or added, and unrelated text."""
+    goals = draw(st.lists(st.sampled_from(_ROUTE_GOALS), min_size=1, max_size=5, unique=True))
+    nodes = [
+        (f"n{i}", goal, draw(st.sampled_from([0.3, 0.5, 0.8, 0.95])))
+        for i, goal in enumerate(goals)
+    ]
+    words = [w for g in _ROUTE_GOALS for w in g.split()]
+    task = st.one_of(
+        st.sampled_from(_ROUTE_GOALS),
+        st.lists(st.sampled_from(words), min_size=2, max_size=10).map(" ".join),
+        st.sampled_from(["hello", "write a haiku about autumn", "what time is it in Tokyo"]),
+    )
+    return nodes, draw(st.lists(task, min_size=1, max_size=6))
+
+
 @st.composite
 def long_evolver_histories(draw: st.DrawFn) -> tuple[list[Event], list[int]]:
     """Evolver-kind histories longer than advice's window (2000 rows), and where to seal.

@@ -63,6 +63,9 @@ def store(tmp_path: Path) -> Path:
                 ChildStep(cycle="c1", node="n-deploy", index=1, action="curl /health"),
             ]
         )
+        # Recall's strategy is the router's: its caches (vector index, null sample) are
+        # built here as a dream and the Stop after it leave them for the next prompt.
+        mem.route("deploy the web service")
     return root
 
 

@@ -189,15 +189,21 @@ class Router:
         embedder: Embedder | None = None,
         config: RouterConfig | None = None,
         include_dead: bool = False,
+        dead: Mapping[str, str] | None = None,
     ) -> Router:
         """The log's memory graph from its checkpoint (brought to the head of the log) and
         its cached vector index brought up to date with it.
 
-        Nodes the survival ledger has buried are skipped unless ``include_dead``.
+        Nodes the survival ledger has buried are skipped unless ``include_dead``; ``dead``
+        gives them when the caller knows them already (recall's item index does, without
+        the ledger's numpy fold).
         """
         from evolog.projections import deaths
 
-        dead = {} if include_dead else deaths(log)
+        if include_dead:
+            dead = {}
+        elif dead is None:
+            dead = deaths(log)
         graph = graph_views(log)
         index = VectorIndex.open(embedder or get_embedder(), log.paths.cache)
         # Saved also when only the rows file is missing (a cache of an earlier version), so

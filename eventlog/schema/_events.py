@@ -263,6 +263,8 @@ class Recall(Event, frozen=True, tag="recall"):
     ``digest`` identifies the query (BLAKE2b, 16 hex digits; the text itself is the
     attempt's), ``items`` and ``scores`` the injected items best first, ``action_id`` the
     attempt they serve (if any), ``chars``/``budget`` the block's size and its cap.
+    ``encoder`` names the embedder (with its model version) whose route chose the strategy
+    among the items, so a replay knows which vectors decided ("" when no route was asked).
     """
 
     digest: str = ""
@@ -271,3 +273,4 @@ class Recall(Event, frozen=True, tag="recall"):
     action_id: str = ""
     chars: Int = 0
     budget: Int = 0
+    encoder: str = ""

@@ -169,6 +169,7 @@ def for_prompt(
         action_id=action_id,
         chars=len(result.text),
         budget=result.budget,
+        encoder=result.encoder,
         **env,
     )
     return Injection(result.text, event, decided, ids)
@@ -229,14 +230,24 @@ def archive(log: EventLog, env: dict[str, Any], seconds: float) -> list[Note]:
 
 
 def warm(log: EventLog, seconds: float) -> None:
-    """Bring the item index and its graveyard to the head and keep them (after ``Stop``)."""
+    """Bring the item index and its graveyard to the head and keep them (after ``Stop``),
+    and the router's caches when there are strategies."""
+    from evolog.projections.memory import STRATEGY
+
     with contextlib.suppress(Exception), bounded(seconds):
         index = _index(log)
+        dead: frozenset[str] = frozenset()
         with log.snapshot() as snap:
             fold = index.refresh(snap, log)
             if fold.state.items:
-                index.dead_entries(log, snap)
+                dead = frozenset(index.dead_entries(log, snap))
             index.save(snap)
+        if any(i.kind == STRATEGY for i in fold.state.items.values()):
+            from evolog._recall import routed_strategy
+
+            # The router's vector index and null sample are caches too: built here, the
+            # next prompt's route reads them instead of embedding.
+            routed_strategy(log, "warm the router's caches", dead=dead)
 
 
 def output(event_name: str, text: str) -> bytes:

@@ -24,6 +24,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from starlette.responses import Response
 
+from evolog.projections.graph._embed import prefer_strong
 from evolog.server import ServerConfig, Tokens, create_app
 from evolog.server._body import read_body
 from evolog.server._errors import Problem
@@ -67,6 +69,10 @@ class Worker:
         self.dream_after = dream_after
         self.evolve = evolve
         self.hooks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evolog-hook")
+        # A long-lived process can afford the strong encoder (~1.5 s to load, ~200 MB): it
+        # loads beside the hooks, which route with the lean one until it is ready. Recall
+        # events name the encoder that decided, so either answer replays exactly.
+        threading.Thread(target=prefer_strong, name="evolog-encoder", daemon=True).start()
         self.dreams = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evolog-dream")
         self._due: asyncio.TimerHandle | None = None
         self._dreaming = False

