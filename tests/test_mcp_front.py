@@ -166,3 +166,29 @@ def test_a_damaged_cache_only_costs_the_fast_start(tmp_path: Path) -> None:
     proc.communicate(timeout=60)
     saved = json.loads((cache / "evolog" / "mcp-handshake.json").read_text())
     assert saved["lists"]["tools/list"]["tools"] == tools
+
+
+def test_the_shipped_handshake_is_what_the_sdk_answers() -> None:
+    """evolog/mcp/handshake.json (what a first start answers with, before any cache) equals
+    the installed SDK's own answers, byte for byte in its canonical form."""
+    from evolog.mcp._seed import seed_path, seed_text
+
+    with open(seed_path(), encoding="utf-8") as f:
+        shipped = f.read()
+    assert shipped == seed_text(), (
+        "evolog/mcp/handshake.json is out of date: "
+        "python -m evolog.mcp._seed > evolog/mcp/handshake.json"
+    )
+
+
+def test_a_first_start_answers_as_the_sdk_alone(tmp_path: Path) -> None:
+    """With no cache at all (right after an install) the fast start's session, answered from
+    the shipped handshake, is the SDK's."""
+    results = []
+    for i, fast in enumerate((False, True)):
+        store = new_store(tmp_path / f"s{i}")
+        _seed(store)
+        cache = tmp_path / f"cache{i}"
+        assert not cache.exists()
+        results.append(asyncio.run(_session(store, _env(cache, fast))))
+    assert results[0] == results[1]

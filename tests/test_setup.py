@@ -314,10 +314,15 @@ def _run_without_a_model(claude: str, cwd: Path, env: dict[str, str]) -> None:
     )
 
 
-def test_the_first_mcp_tool_call_of_a_session_succeeds(claude: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("doctor_first", [True, False], ids=["after-doctor", "cold"])
+def test_the_first_mcp_tool_call_of_a_session_succeeds(
+    claude: str, tmp_path: Path, doctor_first: bool
+) -> None:
     """A session whose first action is an evolog MCP tool, with Claude Code's default
-    connection settings, once `evolog doctor` has made the first start (which fills the
-    handshake cache): the tool is listed and its call answered, not "still connecting"."""
+    connection settings, after `evolog doctor` has made a first start (which fills the
+    handshake cache) or cold, the very first start after the install (no cache: the
+    handshake shipped with evolog answers): the tool is listed and its call answered, not
+    "still connecting"."""
     home, cwd, store = tmp_path / "home", tmp_path / "project", tmp_path / "store"
     home.mkdir()
     cwd.mkdir()
@@ -325,8 +330,11 @@ def test_the_first_mcp_tool_call_of_a_session_succeeds(claude: str, tmp_path: Pa
     note = "Deploy the web service with the blue green script, then check /health."
     assert _evolog("--store", str(store), "init", cwd=cwd).returncode == 0
     assert _evolog("--store", str(store), "remember", "deploy", note, cwd=cwd).returncode == 0
-    doctor = _evolog("--store", str(store), "doctor", cwd=cwd, env={"HOME": str(home), **cache})
-    assert "ok    mcp start: 7 tools listed" in doctor.stdout, doctor.stdout
+    if doctor_first:
+        doctor = _evolog("--store", str(store), "doctor", cwd=cwd, env={"HOME": str(home), **cache})
+        assert "ok    mcp start: 7 tools listed" in doctor.stdout, doctor.stdout
+    else:
+        assert not (tmp_path / "cache").exists()
     server = {
         "type": "stdio",
         "command": evolog_command()[0],

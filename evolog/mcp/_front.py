@@ -3,10 +3,11 @@
 Importing the SDK takes 1.5-3 s (its protocol types alone are most of it), and Claude Code
 waits only ``MCP_CONNECT_TIMEOUT_MS`` (5 s by default) for a server to list its tools: a
 tool called before that fails with "still connecting". So a thin front owns stdin and
-stdout while a worker loads the SDK. From the second start on, it answers ``initialize``
+stdout while a worker loads the SDK. It answers ``initialize``
 (for a protocol version seen before), the lists a client asks for while connecting
 (``tools/list``, ``prompts/list``, ``resources/list``, ``resources/templates/list``) and
-``ping`` at once from what the SDK answered last time (:func:`cache_path`); everything else
+``ping`` at once from what the SDK answered last time (:func:`cache_path`), or before any
+start from the answers shipped with evolog (:mod:`evolog.mcp._seed`); everything else
 waits for the SDK.
 
 The SDK still sees the whole session: every message is passed to it in order once it is up,
@@ -63,16 +64,29 @@ class _Cache:
         self.path, self.key = path, key
         self.initialize: dict[str, Any] = {}  # requested protocol version -> result
         self.lists: dict[str, Any] = {}  # method -> result (the first page)
+        self.path_key: object = None
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
+            self.path_key = data.get("key") if isinstance(data, dict) else None
             if isinstance(data, dict) and data.get("key") == key:
                 self.initialize = dict(data.get("initialize") or {})
                 self.lists = dict(data.get("lists") or {})
         except (OSError, ValueError):
             pass  # no cache yet, or a damaged one: the SDK answers, and refills it
+        if not self.lists:
+            # No start since the install or upgrade: the answers shipped with this evolog,
+            # so even the first start answers at once (the SDK's own answers still check
+            # them, and fill the cache).
+            from ._seed import load_seed
+
+            self.initialize, self.lists = load_seed()
+        # Answers not read from this cache are written at the SDK's first answer, even when
+        # it agrees, so the next start finds them under its key.
+        self.unsaved = self.path_key != key
 
     def save(self) -> None:
+        self.unsaved = False
         data = {"key": self.key, "initialize": self.initialize, "lists": self.lists}
         tmp = f"{self.path}.{os.getpid()}.tmp"
         with contextlib.suppress(OSError):  # a read-only home only costs the fast start
@@ -202,7 +216,7 @@ class _Front:
             else:
                 changed = self.cache.lists.get(method) != msg["result"]
                 self.cache.lists[method] = msg["result"]
-            if changed:
+            if changed or self.cache.unsaved:
                 self.cache.save()
             if ident in self.answered:
                 early = self.answered.pop(ident)
