@@ -19,6 +19,7 @@ from evolog.eventlog import Event, Link, Node
 from evolog.projections.graph._embed import Vectors
 from evolog.projections.graph._memgraph import MemGraph, StrategyNode
 from evolog.projections.graph._vectors import MAX_TEXTS_PER_NODE, VectorIndex, node_texts
+from evolog.projections.memory._steps import matched_steps, step_words
 
 from ._dreamer import Dreamer, DreamProgram, LinkCandidate
 from ._errors import CycleError, DreamerError
@@ -38,7 +39,8 @@ EXACT_MERGE_LIMIT: Final = 20_000
 MERGE_SEARCH: Final = 32
 """Neighbours examined for a merge target."""
 APPROACH_OVERLAP: Final = 0.5
-"""Share of actions (Jaccard) two strategies need in common to be merged."""
+"""Share of steps (Jaccard over near-matched steps, see projections.memory._steps) two
+strategies need in common to be merged."""
 FIDELITY: Final = {"real": 1.0, "simulated": 0.5, "dreamed": 0.3}
 """How much a merge trusts evidence by source (the reference's fidelity weights)."""
 
@@ -295,11 +297,14 @@ class CycleBuilder:
         self.phase_log.append(f"consolidation: {merged} merged, {links} link(s)")
 
     def _same_approach(self, a: str, b: str) -> bool:
-        steps_a = {s.action.strip().lower() for s in self.staging.steps(a)} - {""}
-        steps_b = {s.action.strip().lower() for s in self.staging.steps(b)} - {""}
+        # Steps are compared under the near-match rule: the same command worded differently
+        # by another run is the same step, so six runs of one approach are one strategy.
+        steps_a = [t for s in self.staging.steps(a) if step_words(t := s.action)]
+        steps_b = [t for s in self.staging.steps(b) if step_words(t := s.action)]
         if not steps_a or not steps_b:
             return True  # a strategy without steps (a bare failure) adds only constraints
-        return len(steps_a & steps_b) / len(steps_a | steps_b) >= APPROACH_OVERLAP
+        both = matched_steps(steps_a, steps_b)
+        return both / (len(steps_a) + len(steps_b) - both) >= APPROACH_OVERLAP
 
     def _merge(self, existing: str, new: str, texts: Sequence[str], vectors: Vectors) -> None:
         # The better-supported node survives, so its steps are the ones a traversal follows.

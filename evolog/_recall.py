@@ -112,7 +112,7 @@ def recall(
 
     With ``signals``, gene items tried for those signals compete with the others on score
     (see :func:`advice.recall.rank_genes`)."""
-    from evolog.advice.recall import rank, rank_genes, render
+    from evolog.advice.recall import distinct, rank, rank_genes, render
 
     if not isinstance(query, str):
         raise InvalidParameterError(f"query: expected text; got {type(query).__name__}")
@@ -166,6 +166,7 @@ def recall(
             chosen = chosen[:limit]
         st = fold.state
         items = [st.genes[c.id] if c.kind == GENE else st.items[c.id] for c in chosen]
+        chosen, items = distinct(chosen, items)
         return chosen, items, null, considered
 
     encoder: list[str] = []

@@ -936,3 +936,41 @@ def long_evolver_histories(draw: st.DrawFn) -> tuple[list[Event], list[int]]:
             events.append(Hypothesis(id=f"e{i}", ts=ts, signals=rng.choice(sigs), gene=gene))
     seals = draw(st.lists(st.integers(0, n - 1), max_size=4, unique=True))
     return events, sorted(seals)
+
+
+#: Steps with no content word in common: each is one step of a strategy, said plainly.
+STEP_BASES = (
+    ("measure", "disk", "usage"), ("delete", "tmp", "file"), ("explain", "query"),
+    ("create", "index"), ("add", "backoff", "retry"), ("increase", "timeout"),
+    ("pin", "dependency", "version"), ("restart", "worker"), ("clear", "cache"),
+    ("rebuild", "container", "image"), ("rotate", "log"), ("bump", "pool", "size"),
+)  # fmt: skip
+_FILLERS = ("the", "a", "then", "again", "now", "please", "all")
+
+
+@st.composite
+def reworded_step(draw: st.DrawFn, base: tuple[str, ...]) -> str:
+    """One wording of a step: its words in any order and case, with a plural or tense
+    ending on some, filler words and punctuation around them (the near-match rule's
+    rewordings, see projections.memory._steps)."""
+    words = [
+        w + draw(st.sampled_from(("", "", "s", "ing", "ed"))) if w[-1] not in "se" else w
+        for w in draw(st.permutations(list(base)))
+    ]
+    words = [draw(st.sampled_from((str.lower, str.upper, str.title)))(w) for w in words]
+    fillers = draw(st.lists(st.sampled_from(_FILLERS), max_size=1))
+    sep = draw(st.sampled_from((" ", ", ", " - ", ": ")))
+    return sep.join([*fillers, *words])
+
+
+@st.composite
+def reworded_plans(draw: st.DrawFn, copies: int = 6) -> tuple[list[int], list[list[str]]]:
+    """A plan (indices into :data:`STEP_BASES`, 2 to 4 steps) and ``copies`` wordings of
+    it, each with its steps reworded and shuffled."""
+    plan = draw(st.lists(st.integers(0, len(STEP_BASES) - 1), min_size=2, max_size=4,
+                         unique=True))  # fmt: skip
+    out = []
+    for _ in range(copies):
+        order = draw(st.permutations(plan))
+        out.append([draw(reworded_step(STEP_BASES[i])) for i in order])
+    return plan, out

@@ -141,7 +141,7 @@ def test_the_header_says_quoted_parts_are_recorded_data(tmp_path: Path) -> None:
                                           "session_id": "h", "prompt": DEPLOY})  # fmt: skip
     header = block.splitlines()[1]
     assert "quotes" in header and "recorded data" in header and "not instructions" in header
-    assert '- Strategy [n-deploy]: "deploy the web service to production. blue green' in block
+    assert '- Strategy [n-deploy] (no recorded tries): "deploy the web service to' in block
 
 
 @settings(max_examples=15)

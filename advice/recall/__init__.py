@@ -1,6 +1,6 @@
 """Recall ranking and the injected block."""
 
 from ._block import render
-from ._rank import Candidate, rank, rank_genes
+from ._rank import Candidate, distinct, rank, rank_genes
 
-__all__ = ["Candidate", "rank", "rank_genes", "render"]
+__all__ = ["Candidate", "distinct", "rank", "rank_genes", "render"]

@@ -32,11 +32,12 @@ from typing import Final
 import msgspec
 from evolog.projections.memory import ItemFold, MemoryConfig, MemoryItem
 from evolog.projections.memory._fold import peek
+from evolog.projections.memory._steps import same_steps
 from evolog.projections.memory._text import idf, term_freqs
 
 from ..routing._background import BACKGROUND_TASKS
 
-__all__ = ["Candidate", "rank", "rank_genes"]
+__all__ = ["Candidate", "distinct", "rank", "rank_genes"]
 
 _EPS: Final = 1e-12
 _SLACK: Final = 1e-9
@@ -274,3 +275,20 @@ def _candidate(item: MemoryItem, m: Measure, null: float, cfg: MemoryConfig) -> 
         reason is None,
         why,
     )
+
+
+def distinct(
+    chosen: Sequence[Candidate], items: Sequence[MemoryItem]
+) -> tuple[list[Candidate], list[MemoryItem]]:
+    """``chosen`` (with their ``items``, in the same order) without any item whose steps
+    are the same, reworded or reordered, as those of one before it: the better-ranked copy
+    stands for both, so a block never spends its budget twice on one approach (stores
+    dreamed before consolidation matched reworded steps hold such copies)."""
+    kept_c: list[Candidate] = []
+    kept_i: list[MemoryItem] = []
+    for c, item in zip(chosen, items, strict=True):
+        if item.steps and any(same_steps(item.steps, k.steps) for k in kept_i):
+            continue
+        kept_c.append(c)
+        kept_i.append(item)
+    return kept_c, kept_i

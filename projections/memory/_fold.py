@@ -58,6 +58,7 @@ from evolog.eventlog import (
 
 from ._genes import fold_gene
 from ._items import BACKBONE, DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
+from ._steps import names_own_step
 from ._text import norm, term_freqs
 
 __all__ = ["FOLD_KINDS", "GRAPH_KINDS", "MAPS", "FoldState", "ItemFold", "peek"]
@@ -337,6 +338,7 @@ class ItemFold:
 
     def _strategy(self, loaded: Any, node: Any) -> None:
         steps = [s.action or s.reasoning for s in loaded.steps(node.id)]
+        steps_done = [s for s in steps if s]
         goals = [g for g in node.trigger_goals if g != node.goal]
         item = MemoryItem(
             id=node.id,
@@ -346,8 +348,16 @@ class ItemFold:
             created_seq=node.seq,
             written_seq=node.seq,
             version=node.version,
-            steps=[s for s in steps if s],
-            constraints=[c.description for c in loaded.constraints(node.id)],
+            steps=steps_done,
+            # A constraint that names one of the strategy's own steps came from a failed
+            # attempt doing the same thing: it cannot tell failure from success, and read
+            # back as "Do not" it would contradict the steps shown with it.
+            constraints=[
+                c.description
+                for c in loaded.constraints(node.id)
+                if not names_own_step(c.description, steps_done)
+            ],
+            tries=list(loaded.outcomes(node.id)),
             confidence=node.confidence,
             live=node.live,
             group=[g for g in loaded.group(node.id) if g != node.id],

@@ -46,7 +46,9 @@ class MemoryItem(msgspec.Struct, kw_only=True):
     ``archived_by`` is the compressing or archiving item that holds it now ("" while it is
     active). ``group`` lists the ids whose evidence counts for it: the nodes merged into a
     strategy, the sources of a merged note. A gene item lists the ``signals`` it was tried
-    for and its ``outcomes`` (succeeded, failed, partial), which its text states.
+    for and its ``outcomes`` (succeeded, failed, partial), which its text states. A strategy
+    item's ``tries`` are its node group's (successes, failures): the traces it was dreamed
+    from and the outcomes naming it, each once.
     """
 
     id: str
@@ -71,6 +73,7 @@ class MemoryItem(msgspec.Struct, kw_only=True):
     tf: dict[str, float] = {}
     signals: list[str] = []
     outcomes: list[int] = []
+    tries: list[int] = []
 
     @property
     def active(self) -> bool:
