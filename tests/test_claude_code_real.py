@@ -175,3 +175,48 @@ def _wait_for_dream(store: str, timeout: float = 30.0) -> None:
         time.sleep(0.2)
     log = Path(store, "worker", "worker.log")
     raise AssertionError(f"the worker did not dream within {timeout} s: {log.read_text()}")
+
+
+def test_the_readme_plugin_setup_dreams_without_evolog_dream(claude: str, tmp_path: Path) -> None:
+    """The README's two setup commands (the lines `evolog doctor` prints), then two sessions:
+    the plugin's hooks start the worker, which dreams after the first session's Stop, and
+    the second session's prompt is given the dreamt strategy; nobody runs `evolog dream`."""
+    store, project, home = _project(tmp_path)
+    port = free_port()
+    env = {"EVOLOG_WORKER_PORT": str(port), "EVOLOG_WORKER_DREAM_AFTER": "0.2"}
+    base = {"HOME": home, "PATH": os.environ["PATH"], "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}  # fmt: skip
+    doctor = subprocess.run([EVOLOG, "--store", store, "doctor", "--no-mcp-start"], cwd=project,
+                            env={**os.environ, **base}, capture_output=True, text=True)  # fmt: skip
+    (line,) = [ln for ln in doctor.stdout.splitlines() if "claude plugin marketplace add" in ln]
+    for command in line.split("`")[1].split(" && "):
+        done = subprocess.run([claude, *command.split()[1:]], cwd=project, env=base,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert done.returncode == 0, f"{command}: {done.stdout}{done.stderr}"
+    settings = _permissions(tmp_path)
+    try:
+        with FakeAnthropic(plan=[ToolCall("Bash", {"command": "echo beta-out"})]) as api:
+            run_claude(claude, api, PROMPT, cwd=project, home=home, settings=settings, env=env)
+            first = main_requests(api.seen)
+            assert json.loads(_worker_status(store, port))["running"] is True
+            _wait_for_dream(store)
+            api.plan = [ToolCall("Bash", {"command": "echo gamma-out"})]
+            api.seen.clear()
+            run_claude(claude, api, PROMPT, cwd=project, home=home, settings=settings, env=env)
+            second = main_requests(api.seen)
+    finally:
+        subprocess.run([EVOLOG, "--store", store, "worker", "stop"], capture_output=True,
+                       check=False)  # fmt: skip
+    assert MARKER in text_of(first[0].body)
+    text = text_of(second[0].body)
+    assert "Strategy [node-" in text and "Bash echo beta-out" in text
+    attempts = _events(store, "attempt")
+    assert [a["task"] for a in attempts] == [PROMPT, PROMPT]
+    (node,) = attempts[1]["decided_by"]
+    assert node.startswith("node-")
+
+
+def _worker_status(store: str, port: int) -> str:
+    env = {**os.environ, "EVOLOG_WORKER_PORT": str(port)}
+    return subprocess.run([EVOLOG, "--store", store, "worker", "status"], env=env,
+                          capture_output=True, text=True, check=False).stdout  # fmt: skip

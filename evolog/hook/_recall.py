@@ -93,8 +93,8 @@ def bounded(seconds: float) -> Iterator[None]:
 
 @contextlib.contextmanager
 def answer_by(deadline: float) -> Iterator[None]:
-    """Injection on this thread gives up at ``deadline`` (``time.monotonic()``) too: the
-    worker's answer is due then, whatever the hook's own bound still allows."""
+    """Injection on this thread gives up at ``deadline`` (``time.monotonic()``), when the
+    worker's answer is due, in place of the command hook's own bound."""
     _answer.deadline = deadline
     try:
         yield
@@ -112,7 +112,10 @@ def within(seconds: float, work: Callable[[], _T]) -> _T:
             return work()
     deadline: float | None = getattr(_answer, "deadline", None)
     if deadline is not None:
-        seconds = min(seconds, deadline - time.monotonic())
+        # The worker's bound is its answer's due time: the command hook's share of the lock
+        # timeout is sized for a process that must exit, and a worker's first recall after
+        # a dream loads readers a warm one keeps.
+        seconds = deadline - time.monotonic()
     if seconds <= 0:
         raise _Overrun("no time left")
     box: list[tuple[bool, Any]] = []
