@@ -238,11 +238,15 @@ def create_app(config: ServerConfig, *, mcp: bool | None = None) -> Starlette:
                 # on its thread, holding the GIL for long stretches while the loop waits: done
                 # here, while nothing else runs yet.
                 tasks.start_soon(to_thread.run_sync, _warm_sql)
+                # Query processes take about a second to load DuckDB: started now, they
+                # are warm when the first query comes.
+                _routes_query.sql_pool(state)
                 try:
                     yield
                 finally:
                     stop.set()
         finally:
+            _routes_query.close_sql_pool(state)
             await store.stop()
 
     app = EvologApp(routes=routes, lifespan=lifespan)

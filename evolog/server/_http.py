@@ -37,6 +37,9 @@ class AppState:
         #: The SQL queries' worker threads (``config.sql.concurrency``), made on first use
         #: inside the event loop.
         self.sql_limiter: Any = None
+        #: The query processes user SQL runs in (a ``SqlPool``), started with the app or on
+        #: first use.
+        self.sql_pool: Any = None
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:

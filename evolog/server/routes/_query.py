@@ -53,7 +53,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 # -- SQL ---------------------------------------------------------------------------------------
 def run_sql(state: AppState, req: SqlRequest, cancel: Any = None) -> tuple[bytes, str]:
     """One query within the server's limits (on the calling thread): body, media type."""
-    from evolog.projections import Projections, QueryLimits
+    from evolog.projections import QueryLimits
 
     bounds = state.config.sql
     limits = QueryLimits(
@@ -63,7 +63,10 @@ def run_sql(state: AppState, req: SqlRequest, cancel: Any = None) -> tuple[bytes
         max_rows=req.max_rows + 1,  # one more than returned: whether it was truncated
         max_bytes=bounds.max_bytes,
     )
-    table = Projections(state.store.paths.root).sql(
+    # In a query process of its own, whose memory the OS caps: DuckDB's memory_limit does
+    # not count what a SELECT list builds, and such a query must not take the server down.
+    table = sql_pool(state).run(
+        state.store.paths.root,
         req.query,
         as_of=req.as_of,
         as_of_ts=_time(req.as_of_ts, "as_of_ts"),
@@ -92,6 +95,27 @@ def run_sql(state: AppState, req: SqlRequest, cancel: Any = None) -> tuple[bytes
         return out.getvalue().encode(), "text/csv; charset=utf-8"
     body = SqlResponse(table.column_names, _rows(table), table.num_rows, truncated)
     return msgspec.json.encode(body), "application/json"
+
+
+_POOL_LOCK = threading.Lock()
+
+
+def sql_pool(state: AppState) -> Any:
+    """The state's query processes, started on first use if the app has not yet."""
+    with _POOL_LOCK:
+        if state.sql_pool is None:
+            from evolog.projections._sqlproc import SqlPool
+
+            bounds = state.config.sql
+            state.sql_pool = SqlPool(bounds.concurrency, bounds.memory_mb, bounds.max_bytes)
+        return state.sql_pool
+
+
+def close_sql_pool(state: AppState) -> None:
+    with _POOL_LOCK:
+        pool, state.sql_pool = state.sql_pool, None
+    if pool is not None:
+        pool.close()
 
 
 def _csv_cell(value: Any) -> Any:
