@@ -30,7 +30,9 @@ __all__ = ["DEATH_KINDS", "ItemIndex", "events_after"]
 
 T = TypeVar("T")
 
-FORMAT: Final = 5
+FORMAT: Final = 6
+"""Checkpoint format; 6: strategy items hold their tries and no constraint naming their own
+steps, so a format-5 checkpoint (items without either) is rebuilt from the log."""
 REWRITE_AFTER: Final = 256
 """Rewrite the checkpoint once this many new events have been applied since it was written."""
 DEATH_KINDS: Final = frozenset(
