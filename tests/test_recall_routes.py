@@ -9,20 +9,19 @@ import sys
 import tempfile
 from pathlib import Path
 
-from evolog import Memory
 from evolog.advice import RouterPath
 from evolog.eventlog import EventLog, Node, Recall
 from evolog.projections.memory import STRATEGY
 from hypothesis import HealthCheck, given, settings
 from strategies import routed_stores
 
+from evolog import Memory
+
 
 def _store(root: Path, nodes: list[tuple[str, str, float]]) -> None:
     with Memory(root) as mem:
         mem.remember("notes", "The CI runners are shared with the nightly build.")
-        mem.append_many(
-            [Node(cycle="c1", node=n, goal=goal, confidence=c) for n, goal, c in nodes]
-        )
+        mem.append_many([Node(cycle="c1", node=n, goal=goal, confidence=c) for n, goal, c in nodes])
 
 
 def _routed(mem: Memory, task: str) -> str | None:
@@ -93,3 +92,31 @@ def test_a_cold_process_routes_with_the_lean_encoder(tmp_path: Path) -> None:
         [sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout) == ["wordllama-l2-256", False]
+
+
+def test_a_process_that_loaded_the_strong_encoder_routes_and_records_with_it(
+    tmp_path: Path,
+) -> None:
+    # As the worker does: prefer_strong() loads minilm when its packages are installed (it
+    # answers None, changing nothing, when they are not), and from then on route and recall
+    # use it, and the recall event names it, model version included.
+    root = tmp_path / "store"
+    _store(root, [("n-ci", "fix the flaky integration test that times out in CI", 0.9)])
+    code = (
+        "import sys, json; from evolog import Memory;"
+        "from evolog.projections.graph._embed import prefer_strong;"
+        "name = prefer_strong(); m = Memory(sys.argv[1]);"
+        "r = m.recall('the integration test in CI is flaky and times out');"
+        "d = m.route('the integration test in CI is flaky and times out'); m.close();"
+        "print(json.dumps([name, r.encoder, [i.id for i in r.items if i.kind == 'strategy'],"
+        " d.entry.node if d.entry else None]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True
+    )
+    name, encoder, recalled, routed = json.loads(out.stdout)
+    assert encoder == (name or "wordllama-l2-256")
+    assert recalled == ([routed] if routed else [])
+    with EventLog(root) as log:
+        recalls = [e for e in log.replay() if isinstance(e, Recall)]
+    assert not recalls or recalls[-1].encoder == encoder

@@ -62,6 +62,8 @@ __all__ = [
 DEFAULT_FLOORS: Final[Mapping[str, tuple[float, float]]] = {
     "hashing-1024": (0.19, 0.12),
     "wordllama-l2-256": (0.20, 0.25),
+    # The drift threshold is not fitted for minilm: wordllama's, scaled to its floor.
+    "minilm-l6-int8-1.0.0": (0.31, 0.3),
 }
 """(min_similarity, anomaly_threshold) per embedder name; the similarity floor is the
 applicability rule's (:data:`evolog.advice.routing._applicability.DEFAULT_RULES`)."""
