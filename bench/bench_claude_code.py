@@ -1,7 +1,9 @@
-"""Hook overhead with the real Claude Code CLI: no hooks, command hooks, http hooks to the worker.
+"""Hook overhead with the real Claude Code CLI: no hooks, command hooks, http hooks to the worker,
+and the plugin's hooks (a command hook per event that posts to the worker with curl and falls
+back to the command hook).
 
-One run measures the three side by side, interleaved turn by turn (none, command, http, none,
-...), each turn a headless ``claude -p`` against the scripted fake Anthropic API of
+One run measures the four side by side, interleaved turn by turn (none, command, http, plugin,
+none, ...), each turn a headless ``claude -p`` against the scripted fake Anthropic API of
 ``tests/_fake_anthropic.py`` that asks for two Bash calls and then ends the turn:
 
 * turn: the CLI's wall time, launch to exit, and the ``duration_ms`` it reports itself;
@@ -38,6 +40,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from _fake_anthropic import FakeAnthropic, ToolCall, claude_cli, main_requests  # noqa: E402
 
+from evolog.doctor._plugin import plugin_hooks  # noqa: E402
 from evolog.hook._recall import settings as command_settings  # noqa: E402
 from evolog.worker._files import read_token  # noqa: E402
 from evolog.worker._settings import http_settings  # noqa: E402
@@ -165,10 +168,11 @@ def main() -> None:
         work = Path(tmp)
         (work / "proj").mkdir()
         (work / "home").mkdir()
-        stores = {m: str(work / f"store-{m}") for m in ("command", "http")}
-        subprocess.run([EVOLOG, "--store", stores["http"], "worker", "start", "--port",
-                        str(args.port), "--dream-after", str(args.dream_after)],
-                       check=True, capture_output=True)  # fmt: skip
+        stores = {m: str(work / f"store-{m}") for m in ("command", "http", "plugin")}
+        for store, port in ((stores["http"], args.port), (stores["plugin"], args.port + 1)):
+            subprocess.run([EVOLOG, "--store", store, "worker", "start", "--port", str(port),
+                            "--dream-after", str(args.dream_after)],
+                           check=True, capture_output=True)  # fmt: skip
         try:
             modes = {
                 "none": (PERMISSIONS, {}),
@@ -177,6 +181,8 @@ def main() -> None:
                 "http": ({**http_settings(stores["http"], args.port, read_token(stores["http"]),
                                           f"{EVOLOG} hook claude-code"), **PERMISSIONS},
                          {"EVOLOG_WORKER_PORT": str(args.port)}),
+                "plugin": ({**_plugin_settings(stores["plugin"]), **PERMISSIONS},
+                           {"EVOLOG_WORKER_PORT": str(args.port + 1)}),
             }  # fmt: skip
             runs: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
             with FakeAnthropic(plan=PLAN, final_text="Both ran.") as api:
@@ -186,12 +192,27 @@ def main() -> None:
             served = _served(stores["http"], args.port)
             alone = _standalone(stores["http"], args.port, args.standalone)
         finally:
-            subprocess.run([EVOLOG, "--store", stores["http"], "worker", "stop"],
-                           check=False, capture_output=True)  # fmt: skip
+            for store, port in ((stores["http"], args.port), (stores["plugin"], args.port + 1)):
+                subprocess.run([EVOLOG, "--store", store, "worker", "stop"],
+                               env={**os.environ, "EVOLOG_WORKER_PORT": str(port)},
+                               check=False, capture_output=True)  # fmt: skip
     _report(runs, alone, claude, args.turns)
     print(f"worker side, the turns' {served['count']} hook requests: "
           f"{served['under_5ms']} answered within 5 ms, {served['under_10ms']} within 10 ms, "
           f"mean {served['mean_ms']:.1f} ms (its /metrics)")  # fmt: skip
+
+
+def _plugin_settings(store: str) -> dict[str, Any]:
+    """plugin/hooks/hooks.json with what Claude Code substitutes into a plugin's commands."""
+    text = json.dumps({"hooks": plugin_hooks()["hooks"]})
+    for name, value in (
+        ("${CLAUDE_PLUGIN_ROOT}", str(ROOT / "plugin")),
+        ("${user_config.evolog}", EVOLOG),
+        ("${user_config.store}", store),
+    ):
+        text = text.replace(name, value)
+    out: dict[str, Any] = json.loads(text)
+    return out
 
 
 def _served(store: str, port: int) -> dict[str, float]:
