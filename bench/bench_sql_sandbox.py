@@ -2,6 +2,7 @@
 
     python bench/bench_sql_sandbox.py --events 1000000            # query cost, in process
     python bench/bench_sql_sandbox.py --server --hostile 50       # /healthz under load
+    python bench/bench_sql_sandbox.py --server --wide             # ... under repeat() queries
 
 Query cost: each query runs the way ``Projections.sql`` runs it now (segments as pyarrow
 datasets registered on a DuckDB with no file system) and the way it ran before (DuckDB's
@@ -21,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -82,6 +84,27 @@ def query_cost(events: int, runs: int) -> None:
             med = _medians({"old": _old_path(store, q), "new": _new_path(store, q)}, runs)
             old, new = med["old"] * 1000, med["new"] * 1000
             print(f"{name:<18} {old:17.1f} ms {new:17.1f} ms {new / old:6.2f}x")
+        # The server runs user SQL in a warm query process (projections/_sqlproc.py): what
+        # that costs a query beyond running it in the calling process.
+        from evolog.projections import QueryLimits
+        from evolog.projections._sqlproc import SqlPool
+
+        pool = SqlPool(1, 1024, 256 << 20)
+        limits = QueryLimits(timeout=30, memory_mb=1024, threads=1, max_rows=201)
+        try:
+            pool.run(str(store), "SELECT 1", limits=limits)  # warm
+            print(f"{'query':<18} {'in process':>20} {'query process':>20} {'extra':>9}")
+            for name, q in {"SELECT 1": "SELECT 1 AS a", **queries}.items():
+                here = _new_path(store, q)
+
+                def there(q: str = q) -> object:
+                    return pool.run(str(store), q, limits=limits)
+
+                med = _medians({"here": here, "there": there}, runs)
+                a, b = med["here"] * 1000, med["there"] * 1000
+                print(f"{name:<18} {a:17.1f} ms {b:17.1f} ms {b - a:6.1f} ms")
+        finally:
+            pool.close()
         cold = [
             sys.executable,
             "-m",
@@ -140,7 +163,19 @@ def _summary(lat: list[float]) -> str:
     )
 
 
-def server_load(hostile: int, timeout: float, concurrency: int, queue: int) -> None:
+WIDE = "SELECT repeat('x', 1000000) AS s FROM range(2048)"
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def server_load(
+    hostile: int, timeout: float, concurrency: int, queue: int, query: str = CROSS
+) -> None:
     repo = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(repo / "tests"))
     from _server_util import LiveServer, new_store
@@ -149,18 +184,30 @@ def server_load(hostile: int, timeout: float, concurrency: int, queue: int) -> N
         store = new_store(Path(tmp) / "store")
         args = (
             *("--sql-timeout", str(timeout), "--sql-concurrency", str(concurrency)),
-            *("--sql-queue", str(queue)),
+            *("--sql-queue", str(queue), "--sql-memory-mb", "64"),
         )
         with LiveServer(store, *args) as server:
             print(f"/healthz, idle:                {_summary(_probe(server.url, 3))}")
             client = subprocess.Popen(
-                [*NICE, sys.executable, "-c", HOSTILE_CLIENT, server.url, str(hostile), CROSS],
+                [*NICE, sys.executable, "-c", HOSTILE_CLIENT, server.url, str(hostile), query],
                 stdout=subprocess.PIPE,
                 text=True,
             )
             series: list[tuple[float, float]] = []
+            peak = [_rss_mb(server.proc.pid)]
+            sampling = threading.Event()
+
+            def sample() -> None:
+                while not sampling.wait(0.05):
+                    peak.append(_rss_mb(server.proc.pid))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
             lat = _probe(server.url, max(5.0, timeout * 2), series)
             out, _ = client.communicate(timeout=3600)
+            sampling.set()
+            sampler.join()
+            print(f"server RSS: peak {max(peak):.0f} MB while they ran (--sql-memory-mb 64)")
             print(f"/healthz, {hostile} hostile queries: {_summary(lat)}")
             later = [x for at, x in series if at >= 2.0]
             print(f"  the same, from 2 s after they were posted: {_summary(later)}")
@@ -170,7 +217,7 @@ def server_load(hostile: int, timeout: float, concurrency: int, queue: int) -> N
             )
             codes = out.split()
             counts = {c: codes.count(c) for c in sorted(set(codes))}
-            print(f"hostile queries answered: {counts} (504: time limit, 503: refused)")
+            print(f"hostile queries answered: {counts} (504: time, 413: memory, 503: refused)")
 
 
 def main() -> None:
@@ -182,12 +229,14 @@ def main() -> None:
     ap.add_argument("--sql-timeout", type=float, default=5.0)
     ap.add_argument("--sql-concurrency", type=int, default=2)
     ap.add_argument("--sql-queue", type=int, default=8)
+    ap.add_argument("--wide", action="store_true", help="hostile repeat() queries, not joins")
     ap.add_argument("--nice-client", action="store_true", help="run the hostile client at nice 19")
     args = ap.parse_args()
     if args.nice_client:
         NICE.extend(["nice", "-n", "19"])
     if args.server:
-        server_load(args.hostile, args.sql_timeout, args.sql_concurrency, args.sql_queue)
+        query = WIDE if args.wide else CROSS
+        server_load(args.hostile, args.sql_timeout, args.sql_concurrency, args.sql_queue, query)
     else:
         query_cost(args.events, args.runs)
 
