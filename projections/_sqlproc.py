@@ -180,12 +180,14 @@ class SqlPool:
             except OSError:
                 raise self._died(worker, limits) from None
             tag, payload = self._answer(worker, limits, cancel, deadline)
-            healthy = True
+            failure = None if tag == _ARROW else msgspec.json.decode(payload, type=_Failure)
+            # A process that ran out of memory may keep what it could not free: replaced.
+            healthy = failure is None or failure.kind != "memory"
         finally:
             self._give_back(worker, healthy)
-        if tag == _ARROW:
+        if failure is None:
             return pa.ipc.open_stream(payload).read_all()
-        raise _rebuilt(msgspec.json.decode(payload, type=_Failure))
+        raise _rebuilt(failure)
 
     def _answer(
         self, worker: _Worker, limits: QueryLimits, cancel: Cancel, deadline: float | None
@@ -337,7 +339,10 @@ def _looks_oom(message: str) -> bool:
 
 
 def _memory(limits: QueryLimits, exc: BaseException) -> str:
-    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    # DuckDB's advice after the message (fewer threads, a temp directory) is not the
+    # user's to follow on the server.
+    detail = " ".join(str(exc).split()).split(" Possible solutions:")[0][:200]
+    detail = detail or type(exc).__name__
     return (
         f"the query needs more memory than the server gives a query (DuckDB "
         f"{limits.memory_mb} MiB and a cap on its process): {detail}"
