@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from evolog.eventlog import Attempt, EventLog, Outcome, Signal
 from evolog.projections import Cancel, Projections, QueryLimitError, QueryLimits
-from evolog.projections._errors import InvalidParameterError
+from evolog.projections._errors import InvalidParameterError, QueryError, RefusedQueryError
+from evolog.projections._sqlproc import SqlPool
 
 from evolog.cli._main import main
 
@@ -103,6 +106,65 @@ def test_memory_and_threads_are_set_on_the_query_connection(store: str) -> None:
 def test_bad_limits_are_refused(field: str, value: object) -> None:
     with pytest.raises(InvalidParameterError, match=f"^{field}: expected"):
         QueryLimits(**{field: value})  # type: ignore[arg-type]
+
+
+# -- the server's query processes, from Python -------------------------------------------------
+def _run_in_thread(pool: SqlPool, store: str, query: str, cancel: Cancel | None = None) -> Any:
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(pool.run(store, query, limits=QueryLimits(timeout=600), cancel=cancel))
+        except Exception as exc:
+            box.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, box
+
+
+def test_a_query_process_that_dies_is_a_memory_error_and_is_replaced(store: str) -> None:
+    pool = SqlPool(1, 64, 1 << 20)
+    try:
+        assert pool.run(store, "SELECT 1 AS a", limits=QueryLimits()).to_pylist() == [{"a": 1}]
+        (pid,) = pool.pids()
+        thread, box = _run_in_thread(pool, store, CROSS)
+        time.sleep(1.0)
+        os.kill(pid, signal.SIGKILL)  # as the kernel does to a process past its memory
+        thread.join(30)
+        (err,) = box
+        assert isinstance(err, QueryLimitError) and err.kind == "memory", err
+        assert str(err).startswith("the query's process ended (signal SIGKILL): it needed more")
+        (new,) = pool.pids()
+        assert new != pid
+        got = pool.run(store, "SELECT count(*) AS n FROM events", limits=QueryLimits())
+        assert got.to_pylist() == [{"n": 3}]
+    finally:
+        pool.close()
+
+
+def test_a_cancelled_query_kills_its_process(store: str) -> None:
+    pool = SqlPool(1, 64, 1 << 20)
+    try:
+        pool.run(store, "SELECT 1 AS a", limits=QueryLimits())
+        (pid,) = pool.pids()
+        cancel = Cancel()
+        thread, box = _run_in_thread(pool, store, CROSS, cancel)
+        time.sleep(1.0)
+        cancel.cancel("the client went away; the query was stopped")
+        thread.join(30)
+        (err,) = box
+        assert isinstance(err, QueryLimitError) and err.kind == "cancel", err
+        assert not Path(f"/proc/{pid}").exists()
+        (new,) = pool.pids()
+        assert new != pid
+        # The errors of the process come back as the projections' own.
+        with pytest.raises(RefusedQueryError, match="got a COPY statement"):
+            pool.run(store, "COPY (SELECT 1) TO '/tmp/x.csv'", limits=QueryLimits())
+        with pytest.raises(QueryError, match="nosuch"):
+            pool.run(store, "SELECT * FROM nosuch", limits=QueryLimits())
+    finally:
+        pool.close()
 
 
 # -- the server --------------------------------------------------------------------------------
