@@ -38,6 +38,7 @@ __all__ = [
     "routed_strategy",
     "session_items",
     "shown_json",
+    "shown_route",
 ]
 
 
@@ -116,7 +117,6 @@ def recall(
 
     if not isinstance(query, str):
         raise InvalidParameterError(f"query: expected text; got {type(query).__name__}")
-    check_length(query, "query", InvalidParameterError)
     check_length(query, "query", InvalidParameterError)
     cfg = config or load_config(log.path)
     budget = _count("budget_chars", cfg.budget_chars if budget_chars is None else budget_chars)
@@ -272,11 +272,30 @@ def shown_json(result: dict[str, Any]) -> dict[str, Any]:
             if isinstance(out.get(key), str):
                 out[key] = safe_text(out[key], 4000)
         for key in ("tags", "steps", "constraints"):
-            if isinstance(out.get(key), list):
+            if isinstance(out.get(key), list | tuple):
                 out[key] = [safe_text(str(v), 4000) for v in out[key]]
         return out
 
     return {**result, "items": [shown(i) for i in result.get("items") or []]}
+
+
+def shown_route(result: dict[str, Any]) -> dict[str, Any]:
+    """A route answer (``route_json``) for a model to read, as the MCP ``route`` tool returns
+    it: every text in it (goals, summaries, steps, constraints, reasons) is display-safe as in
+    the injected block, since graph nodes dreamed before texts were made safe at dream time
+    still hold tool output as it came. Numbers, booleans and the path are unchanged."""
+    from evolog.projections.memory._untrusted import safe_text
+
+    def shown(value: Any) -> Any:
+        if isinstance(value, str):
+            return safe_text(value, 4000)
+        if isinstance(value, list | tuple):  # msgspec.to_builtins keeps tuples
+            return [shown(v) for v in value]
+        if isinstance(value, dict):
+            return {k: shown(v) for k, v in value.items()}
+        return value
+
+    return {k: (v if k == "path" else shown(v)) for k, v in result.items()}
 
 
 def session_items(

@@ -233,3 +233,22 @@ def test_session_end_archives_cold_branches(tmp_path: Path) -> None:
     notes = [e for e in events(root) if isinstance(e, Note) and e.reason == "archive"]
     assert len(notes) == 1 and notes[0].branch == "cold" and len(notes[0].sources) == 3
     assert notes[0].session == "e" and "was:cold" in notes[0].tags
+
+
+def test_a_prompt_longer_than_a_query_may_be_recalls_on_its_first_line(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pasted log after the task: the whole prompt is past MAX_TASK_CHARS, which recall
+    # refuses, so the hook recalls on its first line instead of injecting nothing.
+    from evolog.advice import MAX_TASK_CHARS
+
+    monkeypatch.setenv("EVOLOG_HOOK_LOCK_TIMEOUT", "60")
+    prompt = "deploy the web service to production\n" + "log line 42 ok\n" * MAX_TASK_CHARS
+    assert len(prompt) > MAX_TASK_CHARS
+    _, ctx = handle_claude_code(
+        {"hook_event_name": "UserPromptSubmit", "session_id": "s9", "prompt": prompt},
+        str(store),
+    )
+    assert "n-deploy" in ctx
+    attempt = next(e for e in events(store) if isinstance(e, Attempt))
+    assert attempt.decided_by == ["n-deploy"]

@@ -81,7 +81,7 @@ ATTEMPT_LINE = (
     "(evolog: this task is attempt {}; to report how it ended, call record_outcome "
     "with that action_id)"
 )
-"""The line after the injected block that names the attempt (see :mod:`._credit`)."""
+"""The block's last line, naming the attempt it serves (see :mod:`._credit`)."""
 MAX_STARTED = 256
 """Tool calls remembered as started (PreToolUse without its PostToolUse yet) per session."""
 MAX_CONSTRAINT = 300
@@ -240,12 +240,20 @@ def _inject(
     if not isinstance(attempt, Attempt) or not isinstance(prompt, str) or not prompt.strip():
         return events, Injection()
     env = {"agent": attempt.agent, "session": attempt.session}
-    got = for_prompt(log, prompt, attempt.action_id, env, _left(deadline) * 0.75)
+    # The block names the attempt it serves, so an MCP record_outcome can join it (one
+    # task, one outcome) instead of opening another. The line goes inside the block, whose
+    # budget leaves room for it, and the id (it holds Claude Code's session id) is shown
+    # as any other recorded text is.
+    from evolog.advice.recall._block import FOOTER
+    from evolog.projections.memory._untrusted import safe_text
+
+    line = ATTEMPT_LINE.format(safe_text(attempt.action_id, 200))
+    got = for_prompt(
+        log, prompt, attempt.action_id, env, _left(deadline) * 0.75, reserve=len(line) + 1
+    )
     if got.event is None:
         return events, got
-    # The block names the attempt it serves, so an MCP record_outcome can join it (one
-    # task, one outcome) instead of opening another.
-    text = f"{got.text}\n{ATTEMPT_LINE.format(attempt.action_id)}"
+    text = f"{got.text.removesuffix(FOOTER)}{line}\n{FOOTER}"
     recorded = msgspec.structs.replace(got.event, chars=len(text))
     got = msgspec.structs.replace(got, text=text, event=recorded)
     st.decided = list(got.decided)

@@ -145,16 +145,36 @@ def _index(log: EventLog) -> Any:
 
 
 def for_prompt(
-    log: EventLog, prompt: str, action_id: str, env: dict[str, Any], seconds: float
+    log: EventLog,
+    prompt: str,
+    action_id: str,
+    env: dict[str, Any],
+    seconds: float,
+    reserve: int = 0,
 ) -> Injection:
-    """Recall for a prompt (nothing on any problem); the event is left to the caller."""
+    """Recall for a prompt (nothing on any problem); the event is left to the caller.
+
+    ``reserve``: characters of the budget kept for a line the caller adds to the block."""
     from evolog._recall import digest, recall
+    from evolog.advice import MAX_TASK_CHARS
     from evolog.projections.memory import STRATEGY, load_config
+
+    # A pasted log or file can make a prompt longer than any query may be (recall refuses
+    # it). What it pastes would drown the task in the embedding anyway, so such a prompt is
+    # recalled on its first line, where people state what they want.
+    query = prompt
+    if len(prompt) > MAX_TASK_CHARS:
+        query = next((line for line in prompt.splitlines() if line.strip()), "")[:1000]
 
     def work() -> Any:
         cfg = load_config(log.path)
         return recall(
-            log, _index(log), prompt, budget_chars=cfg.prompt_budget_chars, record=False, config=cfg
+            log,
+            _index(log),
+            query,
+            budget_chars=max(0, cfg.prompt_budget_chars - reserve),
+            record=False,
+            config=cfg,
         )
 
     try:

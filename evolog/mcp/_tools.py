@@ -84,7 +84,11 @@ def register(server: MCPServer, state: AppState) -> None:
         top_k: Annotated[int, Field(ge=1, le=100, description="candidates considered")] = 5,
     ) -> dict[str, Any]:
         try:
-            return await to_thread.run_sync(q.route_json, state, RouteRequest(task, top_k))
+            from evolog._recall import shown_route
+
+            return shown_route(
+                await to_thread.run_sync(q.route_json, state, RouteRequest(task, top_k))
+            )
         except Exception as exc:
             raise _fail(exc) from None
 
