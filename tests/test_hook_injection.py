@@ -314,8 +314,9 @@ def test_the_attempt_line_is_inside_the_block_and_within_its_budget(tmp_path: Pa
 def test_the_mcp_route_answer_shows_node_texts_as_data(tmp_path: Path) -> None:
     """A node dreamed before texts were made safe at dream time holds tool output as it
     came; the MCP route answer a model reads shows it as the block would."""
-    from evolog._recall import shown_route
     from evolog.advice import Router
+
+    from evolog._recall import shown_route
 
     with Memory(tmp_path / "s") as mem:
         mem.append_many(
