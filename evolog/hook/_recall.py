@@ -50,10 +50,17 @@ HOOK_EVENTS: Final = (
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
+    # A call auto mode's classifier refused, and a turn an API error ended: without them
+    # the outcome is still honest (a call with no PostToolUse never ran), but their cause
+    # is recorded for what it was.
+    "PermissionDenied",
     "Stop",
+    "StopFailure",
     "SessionEnd",
 )
-_TOOL_EVENTS: Final = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+_TOOL_EVENTS: Final = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"}
+)
 
 
 class Injection(msgspec.Struct, frozen=True):
