@@ -111,7 +111,7 @@ def test_plugin_hooks_cover_every_event_and_run_the_configured_evolog(tmp_path: 
     assert set(hooks) == set(HOOK_EVENTS)
     for event, groups in hooks.items():
         assert ("matcher" in groups[0]) == (
-            event in ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+            event in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied")
         )
         assert groups[0]["hooks"][0]["type"] == "command"
     template = hooks["SessionStart"][0]["hooks"][0]["command"]
