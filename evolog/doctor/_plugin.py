@@ -29,7 +29,10 @@ def plugin_hooks() -> dict[str, Any]:
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": COMMAND}]}
         hooks[name] = [{"matcher": "*", **entry} if name in _TOOL_EVENTS else entry]
     return {
-        "description": "evolog: record the session and inject what it recalls (posted to the worker with curl; the command hook when no worker answers, which starts it)",
+        "description": (
+            "evolog: record the session and inject what it recalls (posted to the worker "
+            "with curl; the command hook when no worker answers, which starts it)"
+        ),
         "hooks": hooks,
     }
 
