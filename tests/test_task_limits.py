@@ -160,10 +160,11 @@ def test_mcp_exits_soon_after_stdin_closes_while_a_tool_runs(
     try:
         _call(proc, 3, "ping_me_not", x=1)  # an unknown tool: answered once the SDK is up
         _answer(proc, 3)
-        # A call that runs for many seconds on its thread (advice over 15000 genes; a
-        # query would be interrupted when the session ends, this cannot be).
+        # A call that runs for many seconds on its thread (advice over 60000 genes: far past
+        # the grace even on an idle machine, where 15000 could finish within it; a query
+        # would be interrupted when the session ends, this cannot be).
         genes = [{"type": "Gene", "id": f"g{i}", "signals_match": [f"s{j}" for j in range(20)]}
-                 for i in range(15_000)]  # fmt: skip
+                 for i in range(60_000)]  # fmt: skip
         _call(proc, 2, "advise", signals=["s1", "s2"], genes=genes)
         time.sleep(1.0)  # it is running
         assert proc.poll() is None
