@@ -303,7 +303,11 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def doc(command: str) -> dict[str, Any]:
     """``add_parser`` keywords for ``command`` (a path such as ``"dream undo"``)."""
-    description, examples = DOCS[command]
+    return parser_doc(*DOCS[command])
+
+
+def parser_doc(description: str, examples: tuple[str, ...]) -> dict[str, Any]:
+    """``add_parser`` keywords for a command's description and examples."""
     label = "examples" if len(examples) > 1 else "example"
     return {
         "description": description,

@@ -59,15 +59,9 @@ _DOCS = {
 
 
 def _doc(name: str) -> dict[str, Any]:
-    from evolog.cli._help import _formatter
+    from evolog.cli._help import parser_doc
 
-    description, examples = _DOCS[name]
-    label = "examples" if len(examples) > 1 else "example"
-    return {
-        "description": description,
-        "epilog": label + ":\n" + "\n".join("  " + line for line in examples),
-        "formatter_class": _formatter(),
-    }
+    return parser_doc(*_DOCS[name])
 
 
 def add_worker_commands(sub: Any) -> None:
