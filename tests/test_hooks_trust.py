@@ -19,7 +19,7 @@ from evolog.eventlog import Attempt, EventLog, Outcome, Signal, Step
 from evolog.hook._content import redact, tool_failure
 from evolog.hook._files import DEAD_LETTER_ENTRY, DEAD_LETTER_MAX, STALE_AFTER_S
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SETUP_PAGE = Path(__file__).resolve().parents[1] / "docs" / "claude-code.md"
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
@@ -78,8 +78,8 @@ def bash_post(stdout: str, stderr: str, interrupted: bool = False) -> dict[str, 
 
 
 # -- failures are recorded ----------------------------------------------------------------
-def test_readme_settings_register_every_event_the_hook_records() -> None:
-    block = re.search(r"```json\n(\{\n  \"hooks\".*?)```", README.read_text(), re.S)
+def test_documented_settings_register_every_event_the_hook_records() -> None:
+    block = re.search(r"```json\n(\{\n  \"hooks\".*?)```", SETUP_PAGE.read_text(), re.S)
     assert block is not None
     hooks = json.loads(block.group(1))["hooks"]
     assert "PostToolUseFailure" in hooks  # how Claude Code reports a failed tool

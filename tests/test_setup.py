@@ -93,8 +93,8 @@ def test_print_settings_runs_this_installation_from_a_bare_shell(tmp_path: Path)
     assert f"{exe} --start-worker" in start
 
 
-def test_readme_shows_the_printed_settings() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_docs_show_the_printed_settings() -> None:
+    readme = (REPO / "docs" / "claude-code.md").read_text()
     shown = settings_text("/home/me/evolog/.venv/bin/evolog hook claude-code", "/home/me/.evolog")
     assert shown in readme
 
