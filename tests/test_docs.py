@@ -120,7 +120,8 @@ def test_site_builds_without_a_warning(tmp_path: Path) -> None:
 
 
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)\s]*)?\)")
-_REPO_PATH = re.compile(r"`((?:tests|bench|eventlog|projections|advice|dream|evolog|plugin)/[\w./-]+)`")
+_ROOTS = "tests|bench|eventlog|projections|advice|dream|evolog|plugin"
+_REPO_PATH = re.compile(rf"`((?:{_ROOTS})/[\w./-]+)`")
 
 
 def _page_exists(target: Path) -> bool:
