@@ -31,6 +31,11 @@ An injected item that warns against a strategy (an evolved pitfall: "Failed: ...
 "Avoid: ...") is not followed: the agent leaves that strategy out when it explores. Only
 evolved entries are written that way, so the other arms are unaffected.
 
+``--paraphrase`` words the family prompts with bench/paraphrase_prompts.json (symptoms,
+pasted errors, terse prompts, typos) while the notes keep the templates above: recall across
+wordings. Each arm's ``this_minus_none`` is its per-seed paired difference in success
+against ``none`` with a 95 % paired bootstrap interval over seeds.
+
 Reported per arm: success rate on family tasks per window of episodes, overall success,
 tokens injected per task (characters / 4), how often anything was injected for an
 unrelated task; 95% intervals over seeds, and per-seed paired differences against
@@ -172,6 +177,7 @@ UNRELATED = [
     "explain the service worker lifecycle in a browser",
     "write a cover letter for a job at the test kitchen",
 ]
+PARAPHRASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "paraphrase_prompts.json")
 T_975 = {4: 2.776, 9: 2.262, 19: 2.093, 29: 2.045, 39: 2.023}
 
 
@@ -179,13 +185,42 @@ def _t(n: int) -> float:
     return T_975.get(n - 1, 1.96 if n > 40 else 2.0)
 
 
-class World:
-    """Tasks, hidden right strategies and their drift, all from one seed."""
+def load_paraphrases(path: str) -> dict[str, list[str]]:
+    """The paraphrased templates per family (bench/paraphrase_prompts.json), checked."""
+    with open(path, encoding="utf-8") as f:
+        families = json.load(f)["families"]
+    if sorted(families) != sorted(FAMILIES):
+        got = sorted(families)
+        raise SystemExit(f"{path}: expected the families {sorted(FAMILIES)}; got {got}")
+    for family, templates in families.items():
+        for t in templates:
+            if t.count("{x}") != 1:
+                raise SystemExit(f"{path}: {family}: expected one {{x}} per template; got {t!r}")
+    return {k: list(v) for k, v in families.items()}
 
-    def __init__(self, seed: int, episodes: int, drift: int, unrelated: float) -> None:
+
+class World:
+    """Tasks, hidden right strategies and their drift, all from one seed.
+
+    With ``paraphrases`` a family task is worded by one of them (the prompt the agent gets
+    and recall sees) while what the agent writes down afterwards is still the bench's own
+    template for the same job: memory written in one wording, asked for in another. The
+    paraphrases are drawn from a generator of their own, so the world (tasks' families,
+    names, drift, random draws) is the same with and without them."""
+
+    def __init__(
+        self,
+        seed: int,
+        episodes: int,
+        drift: int,
+        unrelated: float,
+        paraphrases: dict[str, list[str]] | None = None,
+    ) -> None:
         rng = random.Random(seed)
+        wording = random.Random(f"paraphrase-{seed}")
         self.right = {f: rng.randrange(4) for f in FAMILIES}
         self.tasks: list[tuple[str | None, str]] = []
+        self.prompts: list[str] = []
         self.rights: list[dict[str, int]] = []
         fams = sorted(FAMILIES)
         for ep in range(episodes):
@@ -194,10 +229,14 @@ class World:
                     self.right[f] = (self.right[f] + rng.randrange(1, 4)) % 4
             if rng.random() < unrelated:
                 self.tasks.append((None, rng.choice(UNRELATED)))
+                self.prompts.append(self.tasks[-1][1])
             else:
                 f = rng.choice(fams)
                 template = rng.choice(FAMILIES[f][0])
-                self.tasks.append((f, template.format(x=rng.choice(NAMES))))
+                name = rng.choice(NAMES)
+                self.tasks.append((f, template.format(x=name)))
+                said = wording.choice(paraphrases[f]) if paraphrases else template
+                self.prompts.append(said.format(x=name))
             self.rights.append(dict(self.right))
         self.draws = [(rng.random(), rng.random(), rng.randrange(4)) for _ in range(episodes)]
 
@@ -335,7 +374,7 @@ def run_arm(
             if ep:
                 arm.end_of_session(ep)
             action_id = f"ep{ep}"
-            injected = arm.inject(task, action_id)
+            injected = arm.inject(world.prompts[ep], action_id)
             chars.append(sum(len(t) for _, t in injected))
             if family is None:
                 unrelated += 1
@@ -385,6 +424,16 @@ def interval(values: list[float]) -> dict[str, float]:
     return {"mean": round(mean, 4), "lo": round(mean - half, 4), "hi": round(mean + half, 4)}
 
 
+def paired_bootstrap(diffs: list[float], resamples: int, seed: int = 0) -> dict[str, float]:
+    """Mean of per-seed paired differences with a 95 % percentile bootstrap interval
+    (seeds resampled with replacement; both arms of a seed saw the same world)."""
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(resamples))
+    lo, hi = means[int(0.025 * resamples)], means[min(resamples - 1, int(0.975 * resamples))]
+    return {"mean": round(sum(diffs) / n, 4), "lo": round(lo, 4), "hi": round(hi, 4), "n": n}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, default=20)
@@ -398,11 +447,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pipeline", default=PIPELINE, help="what the evolve arm runs")
     p.add_argument("--plot", help="write a PNG of success per window")
     p.add_argument("--json", help="write the results here")
+    p.add_argument(
+        "--paraphrase",
+        nargs="?",
+        const=PARAPHRASES,
+        metavar="JSON",
+        help="word family prompts with these paraphrases (default file: "
+        "bench/paraphrase_prompts.json); notes are still written from the own templates",
+    )
+    p.add_argument("--resamples", type=int, default=10000, help="paired bootstrap resamples")
     args = p.parse_args(argv)
     arms = [a for a in args.arms.split(",") if a]
+    paraphrases = load_paraphrases(args.paraphrase) if args.paraphrase else None
     runs: dict[str, list[dict[str, Any]]] = {a: [] for a in arms}
     for seed in range(args.seeds):
-        world = World(seed, args.episodes, args.drift, args.unrelated)
+        world = World(seed, args.episodes, args.drift, args.unrelated, paraphrases)
         for a in arms:
             runs[a].append(
                 run_arm(a, world, args.follow, args.window, args.evolve_every, args.pipeline)
@@ -428,6 +487,9 @@ def main(argv: list[str] | None = None) -> int:
                 x["success"] - y["success"] for x, y in zip(runs["recall_ledger"], rs, strict=True)
             ]
             summary["arms"][a]["recall_ledger_minus_this"] = interval(diffs)
+        if "none" in runs and a != "none":
+            diffs = [x["success"] - y["success"] for x, y in zip(rs, runs["none"], strict=True)]
+            summary["arms"][a]["this_minus_none"] = paired_bootstrap(diffs, args.resamples)
         runs_evolved = [e for r in rs for e in r["evolved"]]
         if runs_evolved:  # per pipeline run, over every run of every seed
             summary["arms"][a]["per_evolve_run"] = {
