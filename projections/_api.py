@@ -100,7 +100,12 @@ class Projections:
         return self._log.snapshot() if self._log is not None else Snapshot.take(self.paths)
 
     def connect(
-        self, *, as_of: int | None = None, as_of_ts: int | None = None, read_only: bool = True
+        self,
+        *,
+        as_of: int | None = None,
+        as_of_ts: int | None = None,
+        read_only: bool = True,
+        views: set[str] | None = None,
     ) -> duckdb.DuckDBPyConnection:
         """A new DuckDB connection with ``events``, the typed views and ``traces``.
 
@@ -108,13 +113,14 @@ class Projections:
         file access away from DuckDB: no statement on the connection can open, create,
         change or delete any file (nor reach the network, load an extension or change a
         setting). With ``read_only=False`` it is an ordinary DuckDB connection that can do
-        whatever the process can. The caller closes it.
+        whatever the process can. ``views``: create only these views (and ``events``),
+        as a caller that knows its queries can save binding the others. The caller closes it.
         """
         bounds = Bounds(as_of, as_of_ts)
         con = connect(catalog=True)
         try:
             with self.snapshot() as snap:
-                create_views(con, EventScan(con, snap, bounds, via_arrow=read_only))
+                create_views(con, EventScan(con, snap, bounds, via_arrow=read_only), views)
             if read_only:
                 seal_off(con)
         except BaseException:

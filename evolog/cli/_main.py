@@ -141,6 +141,7 @@ _FEATURE_LAYERS = {
     "worker": "worker",
     **dict.fromkeys(("pause", "resume", "forget", "status"), "controls"),
     "doctor": "doctor",
+    "ui": "ui",
 }
 
 
@@ -173,6 +174,8 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
             from ..hook._commands import add_control_commands as add
         elif layer == "doctor":
             from ..doctor._cli import add_doctor_commands as add
+        elif layer == "ui":
+            from evolog.ui import add_ui_commands as add
         else:
             from ._ledger import add_ledger_commands as add
         add(sub)

@@ -219,6 +219,10 @@ def create_app(config: ServerConfig, *, mcp: bool | None = None) -> Starlette:
     routes: list[Any] = [
         Route(s.path, _HANDLERS[s.name], methods=[s.method.upper()]) for s in SPECS
     ]
+    # The viewer (evolog.ui) rides on the same auth; the worker's app is this one too.
+    from evolog.ui import routes as ui_routes
+
+    routes.extend(ui_routes())
     endpoint = None
     if with_mcp:
         from evolog.mcp import McpEndpoint, guarded
