@@ -118,8 +118,8 @@
       return;
     }
     const done = await response.json();
-    $("status").textContent = done.op + " appended" + (done.seq ? " at seq " + done.seq : "");
     await load();
+    $("status").textContent = done.op + " appended" + (done.seq ? " at seq " + done.seq : "");
   }
 
   document.addEventListener("click", (event) => {
