@@ -24,13 +24,22 @@ DEFAULT_CRASH_LOOPS = 5
 LONG_CRASH_LOOPS = 100
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     parser.addoption(
         "--crash-loops",
         type=int,
         default=None,
         help="kills per crash test (default: $EVOLOG_CRASH_LOOPS or 5)",
     )
+    if not pluginmanager.has_plugin("xdist"):
+        # pyproject's addopts name xdist's options; without the plugin (`-p no:xdist`, or
+        # pytest-xdist not installed) they are accepted here and the suite runs in one process.
+        # (``_addoption``: pytest reserves lowercase short options; xdist registers -n so too.)
+        group = parser.getgroup("xdist", "distributed testing (pytest-xdist not loaded)")
+        group._addoption("-n", "--numprocesses", dest="numprocesses", default=None,
+                        help="ignored: pytest-xdist is not loaded")  # fmt: skip
+        group.addoption("--dist", dest="dist", default="no",
+                        help="ignored: pytest-xdist is not loaded")  # fmt: skip
 
 
 @pytest.fixture

@@ -39,9 +39,27 @@ def add_publish_commands(sub: Any) -> None:
     )
     s.add_argument("--table", default=DEFAULT_TABLE, help=f"NAMESPACE.NAME ({DEFAULT_TABLE})")
     s.add_argument("--store-id", help="this store's id in the table (default: host:/path/of/store)")
-    s.add_argument("--warehouse", help="the warehouse of a SQL or REST catalog given by URI")
+    s.add_argument(
+        "--warehouse",
+        help="the warehouse of a SQL or REST catalog given by URI: a directory, or "
+        "s3://BUCKET/PREFIX (segments are then uploaded there)",
+    )
+    _s3_options(s)
     s.add_argument("--seal", action="store_true", help="seal the WAL first (else: sealed only)")
     s.set_defaults(func=run_publish)
+
+
+def _s3_options(s: Any) -> None:
+    # Credentials are not options (a command line is visible to every user of the
+    # machine): AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment.
+    s.add_argument(
+        "--s3-endpoint",
+        metavar="URL",
+        help="the S3 server of an s3:// warehouse (default: $AWS_ENDPOINT_URL, else AWS)",
+    )
+    s.add_argument(
+        "--s3-region", metavar="NAME", help="its region (default: $AWS_REGION, else us-east-1)"
+    )
 
 
 def add_sql_options(s: Any) -> None:
@@ -54,6 +72,7 @@ def add_sql_options(s: Any) -> None:
     )
     s.add_argument("--snapshot", type=int, help="with --iceberg: read this snapshot id")
     s.add_argument("--warehouse", help="with --iceberg: the warehouse of a catalog URI")
+    _s3_options(s)
 
 
 def _one_line_errors(func: Callable[[Any], int]) -> Callable[[Any], int]:
@@ -86,7 +105,13 @@ def run_publish(args: Any) -> int:
         with EventLog(store, auto_seal="off") as log:
             log.seal()
     result = publish(
-        store, args.catalog, args.table, store_id=args.store_id, warehouse=args.warehouse
+        store,
+        args.catalog,
+        args.table,
+        store_id=args.store_id,
+        warehouse=args.warehouse,
+        s3_endpoint=args.s3_endpoint,
+        s3_region=args.s3_region,
     )
     out = msgspec.json.format(msgspec.json.encode(result._asdict()), indent=2)
     sys.stdout.buffer.write(out + b"\n")
@@ -116,6 +141,8 @@ def iceberg_result(args: Any) -> tuple[pa.Table, str | None]:
         snapshot_id=args.snapshot,
         as_of=as_of,
         as_of_ts=as_of_ts,
+        s3_endpoint=getattr(args, "s3_endpoint", None),
+        s3_region=getattr(args, "s3_region", None),
         warehouse=args.warehouse,
     )
     return table, out

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._deps import need
 from ._errors import CatalogError, IcebergError, IcebergInputError
+from ._storage import check_warehouse, redact
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -66,14 +67,24 @@ def local_warehouse(spec: str) -> str | None:
     return os.path.abspath(os.path.expanduser(spec))
 
 
-def open_catalog(spec: str, *, create: bool, warehouse: str | None = None) -> Catalog:
+def open_catalog(
+    spec: str,
+    *,
+    create: bool,
+    warehouse: str | None = None,
+    properties: dict[str, str] | None = None,
+) -> Catalog:
     """The catalog ``spec`` names (see the module docstring).
 
     ``create``: a directory catalog that does not exist yet is made (a publish); a reader
-    gets :class:`IcebergInputError` instead of an empty catalog.
+    gets :class:`IcebergInputError` instead of an empty catalog. ``properties``: the
+    FileIO's (:func:`._storage.s3_properties`), for a catalog given by URI.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise IcebergInputError(f"catalog: expected a directory, URI or @NAME; got {spec!r}")
+    if warehouse is not None:
+        warehouse = check_warehouse(warehouse)
+    props = dict(properties or {})
     need()
     if spec.startswith("@"):
         from pyiceberg.catalog import load_catalog
@@ -84,13 +95,16 @@ def open_catalog(spec: str, *, create: bool, warehouse: str | None = None) -> Ca
     if scheme in ("http", "https"):
         from pyiceberg.catalog import load_catalog
 
-        props = {"type": "rest", "uri": spec}
+        props.update(type="rest", uri=spec)
         if warehouse:
             props["warehouse"] = warehouse
-        with backend_errors(f"opening the REST catalog {spec}"):
+        with backend_errors(f"opening the REST catalog {redact(spec)}"):
             return load_catalog("evolog", **props)
     if scheme:
-        return _sql_catalog(spec, warehouse or _sqlite_dir(spec))
+        # A reader needs no warehouse: each table's location is in the catalog.
+        if not warehouse and (create or scheme.startswith("sqlite")):
+            warehouse = _sqlite_dir(spec)
+        return _sql_catalog(spec, warehouse, props)
     directory = local_warehouse(spec)
     assert directory is not None
     if not os.path.exists(os.path.join(directory, CATALOG_FILE)):
@@ -111,18 +125,28 @@ def open_catalog(spec: str, *, create: bool, warehouse: str | None = None) -> Ca
 def _sqlite_dir(uri: str) -> str:
     if not uri.startswith("sqlite:///"):
         raise IcebergInputError(
-            f"catalog: a SQL catalog at {uri} needs a warehouse (--warehouse DIR or URI)"
+            f"catalog: a SQL catalog at {redact(uri)} needs a warehouse "
+            "(--warehouse DIR or URI, e.g. s3://BUCKET/PREFIX)"
         )
     return os.path.dirname(os.path.abspath(uri[len("sqlite:///") :]))
 
 
-def _sql_catalog(uri: str, warehouse: str) -> Catalog:
+def _sql_catalog(uri: str, warehouse: str | None, props: dict[str, str] | None = None) -> Catalog:
     need("sqlalchemy")
+    if uri.startswith("postgresql://"):
+        # The driver `evolog[iceberg]` installs, psycopg 3, named: SQLAlchemy's default for
+        # a bare postgresql:// is psycopg2 before 2.1 and psycopg after.
+        uri = "postgresql+psycopg://" + uri[len("postgresql://") :]
+    if uri.startswith("postgresql+psycopg://"):
+        need("psycopg")
     from pyiceberg.catalog.sql import SqlCatalog
 
-    location = warehouse if "://" in warehouse else f"file://{os.path.abspath(warehouse)}"
-    with backend_errors(f"opening the SQL catalog {uri}"):
-        return SqlCatalog("evolog", uri=uri, warehouse=location)
+    props = dict(props or {})
+    if warehouse is not None:
+        location = warehouse if "://" in warehouse else f"file://{os.path.abspath(warehouse)}"
+        props["warehouse"] = location
+    with backend_errors(f"opening the SQL catalog {redact(uri)}"):
+        return SqlCatalog("evolog", uri=uri, **props)
 
 
 def close_catalog(catalog: Catalog) -> None:

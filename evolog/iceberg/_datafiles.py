@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -51,13 +51,19 @@ def segment_uri(directory: str, info: SegmentInfo) -> str:
     return "file://" + os.path.join(os.path.realpath(directory), info.file)
 
 
-def read_footers(directory: str, infos: Sequence[SegmentInfo]) -> list[Checked]:
+#: A segment's location in the table: in place (:func:`segment_uri`), or its object.
+Locate = Callable[[str, SegmentInfo], str]
+
+
+def read_footers(
+    directory: str, infos: Sequence[SegmentInfo], locate: Locate = segment_uri
+) -> list[Checked]:
     """Each segment's footer, its size, rows and seq range matching its manifest entry;
     the first that does not match refuses the whole publish."""
-    return [_footer(directory, info) for info in infos]
+    return [_footer(directory, info, locate) for info in infos]
 
 
-def _footer(directory: str, info: SegmentInfo) -> Checked:
+def _footer(directory: str, info: SegmentInfo, locate: Locate) -> Checked:
     try:
         path = stat_segment(directory, info)
         fd = os.open(path, os.O_RDONLY)
@@ -85,7 +91,7 @@ def _footer(directory: str, info: SegmentInfo) -> Checked:
             f"{path}: expected seqs {info.first_seq}..{info.last_seq} ({info.rows} rows, per "
             f"the manifest); the file holds {got}"
         )
-    return Checked(info, segment_uri(directory, info), meta, tail)
+    return Checked(info, locate(directory, info), meta, tail)
 
 
 def _refused(text: str) -> PublishRefusedError:
@@ -93,9 +99,15 @@ def _refused(text: str) -> PublishRefusedError:
 
 
 class Verifier:
-    """Segments' SHA-256 against their manifest entries, in background threads."""
+    """Segments' SHA-256 against their manifest entries, in background threads; with
+    ``upload``, each segment's bytes, once they matched, are handed to it (the bytes
+    uploaded are the bytes checked: a file changing under the publish is refused, never
+    uploaded half old, half new)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(
+        self, directory: str, upload: Callable[[Checked, bytes], None] | None = None
+    ) -> None:
+        self._upload = upload
         self._directory = directory
         self._pool: ThreadPoolExecutor | None = None
         self._done: dict[str, Future[None]] = {}
@@ -119,10 +131,12 @@ class Verifier:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _check(self, seg: Checked) -> None:
-        check_bytes(os.path.join(self._directory, seg.info.file), seg.info, seg.tail)
+        data = check_bytes(os.path.join(self._directory, seg.info.file), seg.info, seg.tail)
+        if self._upload is not None:
+            self._upload(seg, data)
 
 
-def check_bytes(path: str, info: SegmentInfo, tail: bytes) -> None:
+def check_bytes(path: str, info: SegmentInfo, tail: bytes) -> bytes:
     """The file at ``path`` has the size and SHA-256 of ``info`` and ends with ``tail``
     (the bytes its footer was parsed from), else :class:`PublishRefusedError`."""
     try:
@@ -144,6 +158,7 @@ def check_bytes(path: str, info: SegmentInfo, tail: bytes) -> None:
     if (info.hash and content_hash(data) != info.hash) or not data.endswith(tail):
         raise _refused(
             f"{path}: sealed segment content hash mismatch (the file changed after the seal)"
+    return data
         )
 
 

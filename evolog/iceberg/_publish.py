@@ -8,6 +8,12 @@ reader sees every event exactly once in every snapshot. Nothing is written befor
 catalog's commit that a reader could see, so a publish killed at any point leaves the table
 as it was, and the next publish does the whole job again. Publishing again with nothing
 new commits nothing.
+
+Where the table lives decides where its data files are: a table in a local warehouse
+registers the segments in place (the store's own files); a table in object storage
+(``s3://...``) gets a copy of each segment, uploaded once to a content-addressed object
+(:mod:`._upload`) before the commit, so the table is readable from anywhere the storage
+is, with no store's folder in reach.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from ._catalog import (
 )
 from ._datafiles import Checked, DataFiles, Verifier, read_footers, segment_uri
 from ._errors import IcebergInputError, PublishRefusedError
+from ._storage import is_local, s3_properties
+from ._upload import Uploader, object_uri
 from ._schema import STORE_ID, grow, load_or_create
 
 if TYPE_CHECKING:
@@ -58,6 +66,10 @@ class PublishResult(NamedTuple):
     added_rows: int
     new_columns: list[str]
     sealed_seq: int
+    #: Segments copied to the table's object storage by this publish (0 for a local
+    #: table, whose data files are the store's own; objects already there whole are
+    #: not copied again).
+    uploaded_files: int = 0
     seconds: float
 
 
@@ -86,15 +98,20 @@ def publish(
     table: str = DEFAULT_TABLE,
     *,
     store_id: str | None = None,
+    s3_endpoint: str | None = None,
+    s3_region: str | None = None,
     warehouse: str | None = None,
 ) -> PublishResult:
     """Publish the sealed segments of ``store`` into ``table`` of ``catalog`` (see the
-    module docstring); the WAL tail (not sealed yet) is not published."""
+    module docstring); the WAL tail (not sealed yet) is not published. ``s3_endpoint``,
+    ``s3_region``: the S3 server of an ``s3://`` warehouse (else from the environment,
+    see :func:`._storage.s3_properties`)."""
     start = time.perf_counter()
     ident = table_identifier(table)
     paths = require_store(store)
     sid = check_store_id(store_id if store_id is not None else default_store_id(paths.root))
-    cat = open_catalog(catalog, create=True, warehouse=warehouse)
+    props = s3_properties(s3_endpoint, s3_region)
+    cat = open_catalog(catalog, create=True, warehouse=warehouse, properties=props)
     # Under the store's seal lock: no seal, compaction or garbage collection changes the
     # segments while they are published, and two publishes of one store never interleave
     # (pyiceberg retries a commit that lost a race by re-applying it on the new table:
@@ -119,10 +136,16 @@ def publish(
 
 def _publish(tbl: Table, paths: Paths, sid: str, manifest: Manifest, start: float) -> PublishResult:
     _check_spec(tbl)
-    want = {segment_uri(paths.segments, s): s for s in manifest.segments}
+    location = tbl.location()
+    uploader = None if is_local(location) else Uploader(tbl.io)
+
+    def locate(directory: str, info: SegmentInfo) -> str:
+        return segment_uri(directory, info) if uploader is None else object_uri(location, info)
+
+    want = {locate(paths.segments, s): s for s in manifest.segments}
     checked: dict[str, Checked] = {}
     name = table_name(tbl)
-    verifier = Verifier(paths.segments)
+    verifier = Verifier(paths.segments, uploader)
     try:
         for _ in range(RETRIES):
             present = _published(tbl, sid)
@@ -133,10 +156,10 @@ def _publish(tbl: Table, paths: Paths, sid: str, manifest: Manifest, start: floa
                 return PublishResult(
                     name, sid, None, "none", 0, 0, 0, [], manifest.sealed_seq, _since(start)
                 )
-            todo = [i for i in add if segment_uri(paths.segments, i) not in checked]
-            for seg in read_footers(paths.segments, todo):
+            todo = [i for i in add if locate(paths.segments, i) not in checked]
+            for seg in read_footers(paths.segments, todo, locate):
                 checked[seg.uri] = seg
-            segs = [checked[segment_uri(paths.segments, i)] for i in add]
+            segs = [checked[locate(paths.segments, i)] for i in add]
             verifier.start(segs)  # hashed while pyiceberg writes the snapshot
             result = _commit(tbl, sid, segs, remove, manifest.sealed_seq, verifier)
             if result is not None:
@@ -153,6 +176,7 @@ def _publish(tbl: Table, paths: Paths, sid: str, manifest: Manifest, start: floa
                     rows,
                     new_columns,
                     manifest.sealed_seq,
+                    uploader.uploaded if uploader is not None else 0,
                     _since(start),
                 )
             with backend_errors(f"reloading table {name}"):
