@@ -141,8 +141,8 @@ def iceberg_result(args: Any) -> tuple[pa.Table, str | None]:
         snapshot_id=args.snapshot,
         as_of=as_of,
         as_of_ts=as_of_ts,
+        warehouse=args.warehouse,
         s3_endpoint=getattr(args, "s3_endpoint", None),
         s3_region=getattr(args, "s3_region", None),
-        warehouse=args.warehouse,
     )
     return table, out

@@ -107,8 +107,8 @@ class Verifier:
     def __init__(
         self, directory: str, upload: Callable[[Checked, bytes], None] | None = None
     ) -> None:
-        self._upload = upload
         self._directory = directory
+        self._upload = upload
         self._pool: ThreadPoolExecutor | None = None
         self._done: dict[str, Future[None]] = {}
 
@@ -158,8 +158,8 @@ def check_bytes(path: str, info: SegmentInfo, tail: bytes) -> bytes:
     if (info.hash and content_hash(data) != info.hash) or not data.endswith(tail):
         raise _refused(
             f"{path}: sealed segment content hash mismatch (the file changed after the seal)"
-    return data
         )
+    return data
 
 
 class DataFiles:

@@ -41,9 +41,9 @@ from ._catalog import (
 )
 from ._datafiles import Checked, DataFiles, Verifier, read_footers, segment_uri
 from ._errors import IcebergInputError, PublishRefusedError
+from ._schema import STORE_ID, grow, load_or_create
 from ._storage import is_local, s3_properties
 from ._upload import Uploader, object_uri
-from ._schema import STORE_ID, grow, load_or_create
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -66,11 +66,11 @@ class PublishResult(NamedTuple):
     added_rows: int
     new_columns: list[str]
     sealed_seq: int
+    seconds: float
     #: Segments copied to the table's object storage by this publish (0 for a local
     #: table, whose data files are the store's own; objects already there whole are
     #: not copied again).
     uploaded_files: int = 0
-    seconds: float
 
 
 def default_store_id(root: str) -> str:
@@ -98,9 +98,9 @@ def publish(
     table: str = DEFAULT_TABLE,
     *,
     store_id: str | None = None,
+    warehouse: str | None = None,
     s3_endpoint: str | None = None,
     s3_region: str | None = None,
-    warehouse: str | None = None,
 ) -> PublishResult:
     """Publish the sealed segments of ``store`` into ``table`` of ``catalog`` (see the
     module docstring); the WAL tail (not sealed yet) is not published. ``s3_endpoint``,
@@ -176,8 +176,8 @@ def _publish(tbl: Table, paths: Paths, sid: str, manifest: Manifest, start: floa
                     rows,
                     new_columns,
                     manifest.sealed_seq,
-                    uploader.uploaded if uploader is not None else 0,
                     _since(start),
+                    uploader.uploaded if uploader is not None else 0,
                 )
             with backend_errors(f"reloading table {name}"):
                 tbl = tbl.refresh()

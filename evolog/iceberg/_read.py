@@ -63,7 +63,8 @@ def iceberg_sql(
     events with ``seq <= as_of`` and ``as_of_ts`` those with an event time (µs) up to it.
     ``s3_endpoint``, ``s3_region``: the S3 server of a table in object storage (else from
     the environment, see :func:`._storage.s3_properties`)."""
-    from evolog.projections import check_query, connect, run_query, seal_off
+    from evolog.projections._source import connect
+    from evolog.projections._sqlguard import check_query, run_query, seal_off
 
     catalog, table = split_target(target)
     for label, value in (("snapshot", snapshot_id), ("as_of", as_of), ("as_of_ts", as_of_ts)):
