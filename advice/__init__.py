@@ -33,7 +33,7 @@ Advice and routing skip entries the survival ledger has buried unless told other
 
 from typing import TYPE_CHECKING
 
-from evolog.eventlog.schema._signalkey import (
+from evolog.eventlog.schema import (
     compute_signal_key,
     extract_error_signature,
     has_error_signal,
@@ -55,7 +55,7 @@ from ._errors import (
     LogReadError,
     UnknownAttemptError,
 )
-from ._limits import MAX_TASK_CHARS
+from ._limits import MAX_TASK_CHARS, check_length
 
 if TYPE_CHECKING:
     from ._attempts import close_attempt, open_attempts, outcome_id
@@ -122,6 +122,7 @@ __all__ = [
     "applicability",
     "apply_patch",
     "canonical_evolver",
+    "check_length",
     "close_attempt",
     "compute_signal_key",
     "evolver_advice",

@@ -20,8 +20,7 @@ import tempfile
 from typing import Any
 
 import msgspec
-from evolog.eventlog import Paths
-from evolog.eventlog._checked import file_crc, read_checked, write_checked
+from evolog.eventlog import Paths, file_crc, read_checked, write_checked
 
 from ._edges import FORMATS, StatTable
 from ._forgotten import ForgottenIds

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 from evolog.eventlog import EventLog, InvalidEventError, Snapshot, parse_ts
-from evolog.eventlog.schema._signalkey import js_truthy
+from evolog.eventlog.schema import js_truthy
 
 from ._cache import Signature, load_dead, load_state, log_signature, save_dead, save_state
 from ._errors import InvalidInputError

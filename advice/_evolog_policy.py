@@ -43,11 +43,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from evolog.eventlog.schema._signalkey import (
-    compute_signal_key,
-    normalize_signals_for_matching,
-    to_fixed,
-)
+from evolog.eventlog.schema import compute_signal_key, normalize_signals_for_matching, to_fixed
 
 from ._errors import InvalidInputError
 from ._keysearch import match_signals

@@ -31,8 +31,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from evolog.eventlog._checked import file_crc
-from evolog.eventlog.schema._signalkey import (
+from evolog.eventlog import file_crc
+from evolog.eventlog.schema import (
     compute_signal_key,
     js_string,
     js_trim,
@@ -178,7 +178,7 @@ class KeyCatalog:
     def build_index(self) -> Any:
         """Build or extend the usearch index so that it covers every key; return it."""
         try:
-            from evolog.projections._usearch import usearch_index_class
+            from evolog.projections import usearch_index_class
 
             Index = usearch_index_class()
             if self._index is None:
@@ -284,7 +284,7 @@ def load_index(path: str) -> Any:
     if not os.path.exists(path):
         return None
     try:
-        from evolog.projections._usearch import usearch_index_class
+        from evolog.projections import usearch_index_class
 
         return usearch_index_class().restore(path, view=True)
     except (RuntimeError, ValueError, OSError):

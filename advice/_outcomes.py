@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from evolog.eventlog.schema._signalkey import js_string, js_trim, js_truthy
+from evolog.eventlog.schema import js_string, js_trim, js_truthy
 
 EVIDENCE_LINES = 400
 _JS_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)", re.ASCII)

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from evolog.eventlog import CorruptLogError, Event, Snapshot, kind_of
-from evolog.eventlog.sealed._manifest import SegmentInfo
+from evolog.eventlog.sealed import SegmentInfo
 
 from ._errors import LogReadError
 from ._state import WINDOW, Gap, Row, parse_patch
@@ -65,7 +65,8 @@ def row_of(event: Event) -> Row:
 def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> Iterator[Row | Gap]:
     import pyarrow as pa
     import pyarrow.compute as pc
-    from evolog.eventlog.sealed._segments import DAMAGE, open_segment, read_checked, segment_path
+    from evolog.eventlog import read_checked
+    from evolog.eventlog.sealed import DAMAGE, open_segment, segment_path
 
     path = segment_path(directory, info)
     try:

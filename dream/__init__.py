@@ -26,7 +26,7 @@ Errors::
 
 from ._claude import DEFAULT_MODEL as CLAUDE_DEFAULT_MODEL
 from ._claude import ClaudeDreamer, strip_fences
-from ._cycle import CycleReport, DreamConfig, DreamReport, cycle_id, dream, dream_lock
+from ._cycle import CycleReport, DreamConfig, DreamReport, Progress, cycle_id, dream, dream_lock
 from ._dreamer import Dreamer, DreamProgram, LinkCandidate, clean_text
 from ._errors import (
     CycleError,
@@ -129,6 +129,7 @@ __all__ = [
     "Param",
     "Program",
     "ProgramError",
+    "Progress",
     "SerializationError",
     "SettingError",
     "Signature",

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+from evolog.projections import StepRecord, StrategyNode
 
 from ._dreamer import DreamProgram, LinkCandidate
 from ._errors import (

@@ -26,12 +26,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import msgspec
-from evolog.eventlog import DreamBegin, DreamEnd, Event, EventLog, EventLogError
-from evolog.eventlog._files import FileLock
-from evolog.projections.graph._cache import GraphCache
-from evolog.projections.graph._embed import Embedder, get_embedder
-from evolog.projections.graph._memgraph import MemGraph, StrategyNode
-from evolog.projections.graph._vectors import VectorIndex, wanted_texts
+from evolog.eventlog import DreamBegin, DreamEnd, Event, EventLog, EventLogError, FileLock
+from evolog.projections import (
+    Embedder,
+    MemGraph,
+    StrategyNode,
+    VectorIndex,
+    get_embedder,
+    wanted_texts,
+)
+from evolog.projections.graph import GraphCache
 
 from ._dreamer import Dreamer
 from ._errors import CycleError

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import msgspec
-from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+from evolog.projections import StepRecord, StrategyNode
 
 from ._traces import Trace
 from .isa._program import Instruction

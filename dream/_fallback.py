@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evolog.projections.graph._memgraph import StepRecord, StrategyNode
+from evolog.projections import StepRecord, StrategyNode
 
 from ._dreamer import Dreamer, DreamProgram, LinkCandidate
 from ._errors import DreamerError, DreamerOutputError

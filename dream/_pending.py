@@ -19,9 +19,8 @@ import os
 from collections.abc import Iterable
 
 import msgspec
-from evolog.eventlog import EventLog
-from evolog.eventlog._checked import read_checked, write_checked
-from evolog.projections.graph._delta import SeqMark, mark_at
+from evolog.eventlog import EventLog, read_checked, write_checked
+from evolog.projections.graph import SeqMark, mark_at
 
 from ._traces import Trace, load_traces
 

@@ -16,10 +16,9 @@ from typing import Final
 
 import numpy as np
 from evolog.eventlog import Event, Link, Node
-from evolog.projections.graph._embed import Vectors
-from evolog.projections.graph._memgraph import MemGraph, StrategyNode
-from evolog.projections.graph._vectors import MAX_TEXTS_PER_NODE, VectorIndex, node_texts
-from evolog.projections.memory._steps import matched_steps, step_words
+from evolog.projections import MemGraph, StrategyNode, VectorIndex, node_texts
+from evolog.projections.graph import MAX_TEXTS_PER_NODE, Vectors
+from evolog.projections.memory import matched_steps, step_words
 
 from ._dreamer import Dreamer, DreamProgram, LinkCandidate
 from ._errors import CycleError, DreamerError

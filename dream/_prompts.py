@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from evolog.projections.graph._memgraph import StepRecord, StrategyNode
-from evolog.projections.memory._untrusted import error_signature, safe_text
+from evolog.projections import StepRecord, StrategyNode
+from evolog.projections.memory import error_signature, safe_text
 
 from ._dreamer import LinkCandidate, clean_text
 from ._traces import Trace

@@ -96,8 +96,10 @@ def load_traces(
 ) -> dict[str, Trace]:
     """The log's traces (as of a seq) from the traces projection, keyed by attempt id;
     only attempts after ``after_seq`` (and with one of ``action_ids``) when given."""
-    from evolog.projections._api import Projections  # DuckDB: imported only when dreaming
-    from evolog.projections._timefmt import py_rows  # times past 9999 would not convert
+    from evolog.projections import (
+        Projections,  # DuckDB: imported only when dreaming
+        py_rows,  # times past 9999 would not convert
+    )
 
     table = Projections(log).traces(as_of=as_of, after_seq=after_seq, action_ids=action_ids)
     traces = (_from_row(row) for row in py_rows(table))

@@ -22,7 +22,7 @@ from evolog.eventlog import (
     Prune,
     Retraction,
 )
-from evolog.projections.graph._cache import cached_memgraph
+from evolog.projections import cached_memgraph
 
 from ._cycle import dream_lock
 from ._errors import UndoError

@@ -33,7 +33,7 @@ from ._errors import (
     StoreNotFoundError,
 )
 from ._snapshot import Snapshot, TailRecords
-from ._store import Paths, init_store
+from ._store import Paths, init_store, require_store
 from .schema._codec import MAX_EVENT_BYTES, kind_of, now_us, to_json
 from .schema._dream_events import (
     ChildStep,
@@ -71,7 +71,20 @@ from .schema._rules import STATUSES, TS_MAX
 from .schema._union import EVENT_TYPES, KINDS, AnyEvent
 
 if TYPE_CHECKING:
+    from ._checked import (
+        HEADER_SIZE,
+        checked_body,
+        file_crc,
+        header,
+        note_damage,
+        read_checked,
+        with_header,
+        write_checked,
+        write_parts,
+    )
+    from ._files import FileLock, os_errors_as_storage
     from ._log import EventLog, open_log
+    from ._verify import VerifyReport
     from .schema._jsonin import from_builtins, from_json, parse_ts
     from .wal._receipt import Durability, Receipt
 
@@ -84,12 +97,17 @@ __getattr__, __dir__ = lazy_exports(
         "._log": "EventLog open_log",
         ".wal._receipt": "Durability Receipt",
         ".schema._jsonin": "from_builtins from_json parse_ts",
+        "._files": "FileLock os_errors_as_storage",
+        "._checked": "HEADER_SIZE checked_body file_crc header note_damage read_checked "
+        "with_header write_checked write_parts",
+        "._verify": "VerifyReport",
     },
     globals(),
 )
 
 __all__ = [
     "EVENT_TYPES",
+    "HEADER_SIZE",
     "KINDS",
     "MAX_EVENT_BYTES",
     "SCHEMA_VERSION",
@@ -112,6 +130,7 @@ __all__ = [
     "EventTooLargeError",
     "ExternalCandidate",
     "Feedback",
+    "FileLock",
     "Hypothesis",
     "InvalidEventError",
     "Lifecycle",
@@ -137,13 +156,24 @@ __all__ = [
     "StoreNotFoundError",
     "TailRecords",
     "Tick",
+    "VerifyReport",
+    "checked_body",
+    "file_crc",
     "from_builtins",
     "from_json",
+    "header",
     "init_store",
     "kind_of",
     "new_id",
+    "note_damage",
     "now_us",
     "open_log",
+    "os_errors_as_storage",
     "parse_ts",
+    "read_checked",
+    "require_store",
     "to_json",
+    "with_header",
+    "write_checked",
+    "write_parts",
 ]

@@ -25,8 +25,7 @@ from typing import Final
 
 __all__ = [
     "DAMAGE_LOG", "HEADER_SIZE", "MAGIC", "body_of", "checked_body", "file_crc", "header",
-    "note_damage",
-    "read_checked", "scan", "sealed", "write_checked", "write_parts",
+    "note_damage", "read_checked", "scan", "with_header", "write_checked", "write_parts",
 ]  # fmt: skip
 
 MAGIC: Final = b"EVCK"
@@ -42,7 +41,7 @@ def header(crc: int, size: int) -> bytes:
     return _HEAD.pack(MAGIC, crc, size)
 
 
-def sealed(body: bytes) -> bytes:
+def with_header(body: bytes) -> bytes:
     """``body`` with its header."""
     return _HEAD.pack(MAGIC, zlib.crc32(body), len(body)) + body
 
@@ -98,7 +97,7 @@ def write_parts(path: str, parts: Iterable[bytes | memoryview], mode: int = 0o64
 
 def write_checked(path: str, body: bytes, mode: int = 0o644) -> None:
     """Write ``body`` as a checked file at ``path`` (atomically)."""
-    write_parts(path, [sealed(body)], mode)
+    write_parts(path, [with_header(body)], mode)
 
 
 def read_checked(path: str) -> bytes | None:

@@ -61,7 +61,10 @@ if TYPE_CHECKING:
         Tick,
     )
 
+    from ._demo import run_demo
     from ._memory import Memory
+    from ._recall import digest, recall, routed_strategy, session_items, shown_json, shown_route
+    from ._remember import feedback, remember
 
 __all__ = [
     "AnyEvent",
@@ -103,18 +106,31 @@ __all__ = [
     "StoreExistsError",
     "StoreNotFoundError",
     "Tick",
+    "digest",
+    "feedback",
+    "recall",
+    "remember",
+    "routed_strategy",
+    "run_demo",
+    "session_items",
+    "shown_json",
+    "shown_route",
 ]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "._memory": "Memory",
-        ".eventlog": "AnyEvent Attempt ChildStep ClosedError ConfidenceEdge ConfidenceGeneOutcome "
-        "Constraint CorruptLogError DreamBegin DreamEnd Durability Event "
-        "EventLogError EventTooLargeError ExternalCandidate Feedback Hypothesis "
-        "InvalidEventError Lifecycle Link LockTimeoutError Mark Merge Mutation Node "
-        "Note Outcome Personality Prune Recall Receipt Retraction Signal Step StorageError "
-        "StoreExistsError StoreNotFoundError Tick ",
+        ".eventlog": "AnyEvent Attempt ChildStep ClosedError ConfidenceEdge "
+        "ConfidenceGeneOutcome Constraint CorruptLogError DreamBegin DreamEnd "
+        "Durability Event EventLogError EventTooLargeError ExternalCandidate "
+        "Feedback Hypothesis InvalidEventError Lifecycle Link LockTimeoutError Mark "
+        "Merge Mutation Node Note Outcome Personality Prune Recall Receipt "
+        "Retraction Signal Step StorageError StoreExistsError StoreNotFoundError "
+        "Tick",
+        "._recall": "digest recall routed_strategy session_items shown_json shown_route",
+        "._remember": "feedback remember",
+        "._demo": "run_demo",
     },
     globals(),
 )

@@ -149,7 +149,7 @@ def run_demo(directory: str, cycles: int, seed: int) -> int:
     out.write(f"  sealed {sealed.rows} events into {sealed.segments} Parquet segment(s)\n\n")
     _print_stats(stats)
     _print_gene_table(events)
-    from .cli._dream import demo_dream
+    from evolog.cli import demo_dream
 
     demo_dream(directory, out)
     _survival(directory)
@@ -160,7 +160,7 @@ def _survival(directory: str) -> None:
     """A poisoned memory dying under the survival ledger, in a store of its own."""
     import os
 
-    from .survive._suite import poison_demo
+    from evolog.survive import poison_demo
 
     path = os.path.join(directory, "survival")
     sys.stdout.write("\n")

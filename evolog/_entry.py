@@ -19,7 +19,7 @@ def main() -> int:
     if hold:  # leave an ignored SIGINT (`cmd &` in a script) or an embedder's handler alone
         _signal.signal(_signal.SIGINT, lambda signum, frame: held.append(signum))
     try:
-        from .cli._main import main as cli_main
+        from evolog.cli import main as cli_main
     finally:
         if hold:
             _signal.signal(_signal.SIGINT, _signal.default_int_handler)

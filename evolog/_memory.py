@@ -14,13 +14,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from evolog.advice import Advice, AdviceEngine, RouteDecision, RouterConfig
-    from evolog.dream import DreamConfig, Dreamer, DreamReport
-    from evolog.dream._cycle import Progress
+    from evolog.dream import DreamConfig, Dreamer, DreamReport, Progress
     from evolog.dream.evolve import EvolveReport, Strategy
-    from evolog.eventlog._verify import VerifyReport
-    from evolog.eventlog.sealed._seal import CompactResult, SealResult
+    from evolog.eventlog import VerifyReport
+    from evolog.eventlog.sealed import CompactResult, SealResult
     from evolog.projections import EdgeParams, Embedder, LedgerConfig, LedgerView, Projections
-    from evolog.projections.energy.rules._host import Similarity
+    from evolog.projections.energy.rules import Similarity
     from evolog.projections.memory import ItemIndex
 
     from ._recall import RecallResult
@@ -187,8 +186,7 @@ class Memory:
         include_dead: bool = False,
     ) -> RouteDecision:
         """Route a task: zero-shot, a memory traversal (with its plan) or a context jump."""
-        from evolog.advice import InvalidTaskError, Router
-        from evolog.advice._limits import check_length
+        from evolog.advice import InvalidTaskError, Router, check_length
 
         check_length(task, "task", InvalidTaskError)  # before the graph is brought up to date
         router = Router.from_log(self.log, embedder=embedder, config=config,

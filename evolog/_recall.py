@@ -16,9 +16,9 @@ from typing import Any
 
 import msgspec
 
-from evolog.advice._limits import check_length
+from evolog.advice import check_length
 from evolog.eventlog import EventLog, Recall, Snapshot
-from evolog.projections._errors import InvalidParameterError
+from evolog.projections import InvalidParameterError
 from evolog.projections.memory import (
     BACKBONE,
     GENE,
@@ -264,7 +264,7 @@ def shown_json(result: dict[str, Any]) -> dict[str, Any]:
     ``recall`` tool returns it: each item's text, steps, constraints, branch and tags are
     display-safe as in the block (:mod:`projections.memory._untrusted`), since a model reads
     the whole answer, not only its ``text``. The HTTP route keeps them as stored."""
-    from evolog.projections.memory._untrusted import safe_text
+    from evolog.projections.memory import safe_text
 
     def shown(item: dict[str, Any]) -> dict[str, Any]:
         out = dict(item)
@@ -284,7 +284,7 @@ def shown_route(result: dict[str, Any]) -> dict[str, Any]:
     it: every text in it (goals, summaries, steps, constraints, reasons) is display-safe as in
     the injected block, since graph nodes dreamed before texts were made safe at dream time
     still hold tool output as it came. Numbers, booleans and the path are unchanged."""
-    from evolog.projections.memory._untrusted import safe_text
+    from evolog.projections.memory import safe_text
 
     def shown(value: Any) -> Any:
         if isinstance(value, str):

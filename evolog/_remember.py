@@ -15,9 +15,17 @@ from typing import Any, Final
 import msgspec
 
 from evolog.eventlog import EventLog, Feedback, Outcome, Retraction, new_id
-from evolog.projections._errors import InvalidParameterError
-from evolog.projections.memory import BACKBONE, NOTE, ItemIndex, MemoryConfig, load_config
-from evolog.projections.memory._plan import archive_notes, compression_note, write_note
+from evolog.projections import InvalidParameterError
+from evolog.projections.memory import (
+    BACKBONE,
+    NOTE,
+    ItemIndex,
+    MemoryConfig,
+    archive_notes,
+    compression_note,
+    load_config,
+    write_note,
+)
 
 __all__ = ["VERDICTS", "CompressResult", "Remembered", "compress", "feedback", "remember"]
 

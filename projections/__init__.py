@@ -41,8 +41,12 @@ if TYPE_CHECKING:
         RefusedQueryError,
     )
     from ._export import FORMATS, ExportFormat
-    from ._sqlguard import Cancel, QueryLimits, check_query
+    from ._source import connect, ident, sql_string
+    from ._sqlguard import Cancel, QueryLimits, check_query, outside_store, run_query, seal_off
+    from ._sqlproc import SqlPool
+    from ._timefmt import civil, py_rows
     from ._traces import traces_sql
+    from ._usearch import usearch_index_class
     from .edges._eval import MODES, DecayMode, EdgeParams
     from .energy._cache import dead_entries, deaths
     from .energy._config import DAY_US, LedgerConfig, parse_cadence
@@ -98,9 +102,13 @@ __getattr__, __dir__ = lazy_exports(
         ".graph._views": "GraphViews",
         ".graph._types": "STRUCTURAL_EDGE_TYPES ConstraintView CycleRecord EdgeRecord MarkRecord "
         "StepRecord StrategyNode step_id",
-        "._sqlguard": "Cancel QueryLimits check_query",
+        "._sqlguard": "Cancel QueryLimits check_query outside_store run_query seal_off",
         "._traces": "traces_sql",
         ".graph._vectors": "VectorIndex node_texts wanted_texts",
+        "._sqlproc": "SqlPool",
+        "._timefmt": "civil py_rows",
+        "._source": "connect ident sql_string",
+        "._usearch": "usearch_index_class",
     },
     globals(),
 )
@@ -139,25 +147,35 @@ __all__ = [
     "QueryLimits",
     "Refresh",
     "RefusedQueryError",
+    "SqlPool",
     "StepRecord",
     "StrategyNode",
     "VectorIndex",
     "WordLlamaEmbedder",
     "cached_memgraph",
     "check_query",
+    "civil",
+    "connect",
     "dead_entries",
     "deaths",
     "embedder_names",
     "get_embedder",
     "graph_views",
+    "ident",
     "ledger",
     "load_memgraph",
     "node_texts",
+    "outside_store",
     "parse_cadence",
+    "py_rows",
     "register_embedder",
     "replay_ledger",
+    "run_query",
+    "seal_off",
+    "sql_string",
     "step_id",
     "traces_sql",
+    "usearch_index_class",
     "view_name",
     "wanted_texts",
 ]

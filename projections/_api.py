@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
-from evolog.eventlog import Snapshot, StoreNotFoundError, now_us
-from evolog.eventlog._store import Paths
+from evolog.eventlog import Paths, Snapshot, StoreNotFoundError, now_us
 
 from ._catalog import create_views
 from ._errors import InvalidParameterError
@@ -209,10 +208,7 @@ class Projections:
         params = self._params(mode, half_life_days, gene_half_life_days)
         if signals is None:
             return self._evaluate(params, as_of, as_of_ts, now, keys=keys, genes=genes)
-        from evolog.eventlog.schema._signalkey import (
-            compute_signal_key,
-            normalize_signals_for_matching,
-        )
+        from evolog.eventlog.schema import compute_signal_key, normalize_signals_for_matching
 
         keys = [*(keys or []), compute_signal_key(list(signals))]
         if not related:

@@ -17,8 +17,7 @@ from .edges._eval import evaluate
 from .edges._state import ALL_BUCKETS
 
 if TYPE_CHECKING:
-    from evolog.eventlog import Snapshot
-    from evolog.eventlog._store import Paths
+    from evolog.eventlog import Paths, Snapshot
 
     from .edges._eval import EdgeParams, EdgeState
     from .edges._state import Buckets

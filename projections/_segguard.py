@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 from evolog.eventlog import CorruptLogError
-from evolog.eventlog.sealed._manifest import SegmentInfo
+from evolog.eventlog.sealed import SegmentInfo
 
 
 def _sql_string(text: str) -> str:
@@ -43,7 +43,7 @@ def _unchecked(infos: Sequence[SegmentInfo], paths: Sequence[str]) -> dict[str, 
 
 def check_with_arrow(directory: str, infos: Sequence[SegmentInfo], paths: Sequence[str]) -> None:
     """Each segment's content hash, footer, rows and seq range against the manifest."""
-    from evolog.eventlog.sealed._segments import open_segment
+    from evolog.eventlog.sealed import open_segment
 
     for info, key in _unchecked(infos, paths).values():
         open_segment(directory, info)

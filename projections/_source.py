@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 from evolog.eventlog import Snapshot
-from evolog.eventlog.sealed._manifest import stat_segment
+from evolog.eventlog.sealed import stat_segment
 
 from ._errors import EngineError, InvalidParameterError
 from ._segguard import check_footers, check_with_arrow
@@ -209,7 +209,7 @@ class EventScan:
         """The columns a scan selects, in schema order."""
         if self.narrow:
             return NARROW_COLUMNS
-        from evolog.eventlog.sealed._arrow import SCHEMA
+        from evolog.eventlog.sealed import SCHEMA
 
         return tuple(SCHEMA.names)
 
@@ -259,7 +259,7 @@ class EventScan:
 
             rows = narrow_tail(self.snap, start, end)
         else:
-            from evolog.eventlog.sealed._arrow import SCHEMA, events_to_table
+            from evolog.eventlog.sealed import SCHEMA, events_to_table
 
             events = [e for e in self.snap.tail_events() if start < e.seq <= end]
             rows = events_to_table(events) if events else SCHEMA.empty_table()
@@ -274,7 +274,7 @@ class EventScan:
             from ._tail import NARROW_SCHEMA
 
             return NARROW_SCHEMA
-        from evolog.eventlog.sealed._arrow import SCHEMA
+        from evolog.eventlog.sealed import SCHEMA
 
         return SCHEMA
 
@@ -344,7 +344,7 @@ class EventScan:
 
 def null_of(con: duckdb.DuckDBPyConnection, name: str) -> str:
     """A typed NULL for a column of the events schema (older segments lack newer columns)."""
-    from evolog.eventlog.sealed._arrow import SCHEMA
+    from evolog.eventlog.sealed import SCHEMA
 
     typ = con.from_arrow(SCHEMA.empty_table().select([name])).types[0]
     return f"NULL::{typ}"

@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 from evolog.eventlog import EVENT_TYPES, Snapshot
-from evolog.eventlog.schema._codec import gc_paused
-from evolog.eventlog.sealed._arrow import SCHEMA, TS_TYPE
+from evolog.eventlog.schema import gc_paused
+from evolog.eventlog.sealed import SCHEMA, TS_TYPE
 
 FIELDS = ("id", "ts", "key", "gene", "status", "action_id")
 NARROW_SCHEMA = pa.schema(

@@ -72,7 +72,7 @@ def iso_ms(ts_us: int) -> str:
         )
     # Outside 1970-9999 (a log written before event times were checked, or by hand):
     # JavaScript writes the year with a sign and six digits, and datetime cannot hold it.
-    from evolog.projections._timefmt import civil
+    from evolog.projections import civil
 
     year, moment = civil(ms * 1000)
     shown = f"{year:04d}" if 0 <= year <= 9999 else f"{year:+07d}"

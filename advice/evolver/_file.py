@@ -29,7 +29,7 @@ from typing import Any
 
 import msgspec
 from evolog.eventlog import Event, EventLog, InvalidEventError
-from evolog.eventlog.schema._signalkey import js_trim, js_truthy
+from evolog.eventlog.schema import js_trim, js_truthy
 
 from .._errors import EvolverSourceError, InvalidInputError
 from ._import import (

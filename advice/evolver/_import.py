@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 from evolog.eventlog import (
+    STATUSES,
     Attempt,
     ConfidenceEdge,
     ConfidenceGeneOutcome,
@@ -28,12 +29,7 @@ from evolog.eventlog import (
     Personality,
     Signal,
 )
-from evolog.eventlog.schema._rules import STATUSES
-from evolog.eventlog.schema._signalkey import (
-    compute_signal_key,
-    extract_error_signature,
-    parse_iso_ms,
-)
+from evolog.eventlog.schema import compute_signal_key, extract_error_signature, parse_iso_ms
 
 from ._export import PATCH_FIELD, canonical_evolver
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
-from evolog.eventlog.schema._signalkey import (
+from evolog.eventlog.schema import (
     compute_signal_key,
     jaccard_sets,
     js_pow,

@@ -23,7 +23,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 
-from evolog.eventlog.schema._signalkey import (
+from evolog.eventlog.schema import (
     compute_signal_key,
     jaccard_sets,
     js_string,

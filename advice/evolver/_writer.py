@@ -15,11 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from evolog.eventlog.schema._signalkey import (
-    compute_signal_key,
-    extract_error_signature,
-    stable_hash,
-)
+from evolog.eventlog.schema import compute_signal_key, extract_error_signature, stable_hash
 
 from ._export import EVENT_TYPE, iso_ms, js_number
 from ._policy import DEFAULT_WINDOW, _aggregate, _decay_weight, _Edge

@@ -1,6 +1,14 @@
 """Recall ranking and the injected block."""
 
-from ._block import render
+from ._block import FOOTER, HEADER, render
 from ._rank import Candidate, distinct, rank, rank_genes
 
-__all__ = ["Candidate", "distinct", "rank", "rank_genes", "render"]
+__all__ = [
+    "FOOTER",
+    "HEADER",
+    "Candidate",
+    "distinct",
+    "rank",
+    "rank_genes",
+    "render",
+]

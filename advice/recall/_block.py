@@ -21,9 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from evolog.projections.memory import GENE, STRATEGY, MemoryItem
-from evolog.projections.memory._steps import names_own_step
-from evolog.projections.memory._untrusted import quoted, safe_text
+from evolog.projections.memory import GENE, STRATEGY, MemoryItem, names_own_step, quoted, safe_text
 
 __all__ = ["FOOTER", "HEADER", "entry_text", "evidence", "render"]
 

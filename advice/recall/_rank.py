@@ -30,10 +30,15 @@ from functools import lru_cache
 from typing import Final
 
 import msgspec
-from evolog.projections.memory import ItemFold, MemoryConfig, MemoryItem
-from evolog.projections.memory._fold import peek
-from evolog.projections.memory._steps import same_steps
-from evolog.projections.memory._text import idf, term_freqs
+from evolog.projections.memory import (
+    ItemFold,
+    MemoryConfig,
+    MemoryItem,
+    idf,
+    peek,
+    same_steps,
+    term_freqs,
+)
 
 from ..routing._background import BACKGROUND_TASKS
 

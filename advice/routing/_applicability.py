@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
-from evolog.eventlog._checked import note_damage, write_parts
-from evolog.projections.graph._embed import Embedder
-from evolog.projections.graph._lean import Rows, embed_rows, floats
+from evolog.eventlog import note_damage, write_parts
+from evolog.projections import Embedder
+from evolog.projections.graph import Rows, embed_rows, floats
 
 from ._background import BACKGROUND_TASKS
 from ._lexical import lexical_evidence

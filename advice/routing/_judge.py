@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 import msgspec
-from evolog.projections.graph._views import GraphReader
+from evolog.projections.graph import GraphReader
 
 from ._router import EntryPoint, RouteDecision, Router, RouterError, RouterPath
 

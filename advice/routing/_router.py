@@ -34,12 +34,15 @@ from typing import Final
 
 import msgspec
 from evolog.eventlog import EventLog
-from evolog.projections.graph._cache import graph_views
-from evolog.projections.graph._embed import Embedder, get_embedder
-from evolog.projections.graph._lean import Rows, embed_rows
-from evolog.projections.graph._types import ConstraintView
-from evolog.projections.graph._vectors import VectorIndex, node_texts, sync_to_views
-from evolog.projections.graph._views import GraphReader
+from evolog.projections import (
+    ConstraintView,
+    Embedder,
+    VectorIndex,
+    get_embedder,
+    graph_views,
+    node_texts,
+)
+from evolog.projections.graph import GraphReader, Rows, embed_rows, sync_to_views
 
 from .._errors import AdviceError
 from .._limits import check_length

@@ -11,7 +11,9 @@ needs nothing from ``advice``. Errors are :class:`evolog.dream.EvolveError` and 
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+from evolog._lazy import lazy_exports
 
 from .._errors import SettingError
 from ._ace import ACE, classify
@@ -22,9 +24,14 @@ from ._reasoning_bank import ReasoningBank
 from ._reme import ReMe
 from ._run import EvolveReport, apply, curate, plan, stage, undo
 
+if TYPE_CHECKING:
+    from ._claude import ClaudeModel
+
+
 __all__ = [
     "ACE",
     "STRATEGIES",
+    "ClaudeModel",
     "EvolveContext",
     "EvolveItem",
     "EvolveReport",
@@ -76,3 +83,14 @@ def pipeline(expression: str, options: Mapping[str, Mapping[str, Any]] | None = 
             raise SettingError(f"options[{name!r}]: {exc}") from None
         registry[name] = factory
     return parse_pipeline(expression, registry)
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._claude": "ClaudeModel",
+    },
+    globals(),
+)

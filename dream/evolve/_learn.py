@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
-from evolog.projections.memory._untrusted import error_signature, safe_text
+from evolog.projections.memory import error_signature, safe_text
 
 if TYPE_CHECKING:
     from .._traces import Trace

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import numpy.typing as npt
-from evolog.projections.memory._untrusted import error_signature, safe_text
+from evolog.projections.memory import error_signature, safe_text
 
 from ._align import NEAREST, Aligner, check_rule, templated, threshold_for
 from ._guard import may_merge

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import msgspec
 from evolog.eventlog import ChildStep, Constraint, Event, Link, Mark, Merge, Node, Prune
-from evolog.projections.graph._memgraph import MemGraph, step_id
+from evolog.projections import MemGraph, step_id
 
 from .._errors import ProgramError
 from .._traces import Trace

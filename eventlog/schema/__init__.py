@@ -1,7 +1,63 @@
 """What an event is: the tagged msgspec Structs, their validation rules, signal keys, ids, the
 JSON reader and the binary codec. Imports nothing from the rest of the log.
 
-Internal: import the public names from the parent package.
+Users import the public names from the parent package; ``__all__`` here is what
+other parts of evolog use (tests/test_architecture.py keeps them off the private modules).
 """
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._codec import gc_paused
+    from ._signalkey import (
+        compute_signal_key,
+        extract_error_signature,
+        has_error_signal,
+        jaccard,
+        jaccard_sets,
+        js_pow,
+        js_string,
+        js_trim,
+        js_truthy,
+        normalize_error_signature,
+        normalize_signals_for_matching,
+        parse_iso_ms,
+        stable_hash,
+        to_fixed,
+    )
+
+
+__all__ = [
+    "compute_signal_key",
+    "extract_error_signature",
+    "gc_paused",
+    "has_error_signal",
+    "jaccard",
+    "jaccard_sets",
+    "js_pow",
+    "js_string",
+    "js_trim",
+    "js_truthy",
+    "normalize_error_signature",
+    "normalize_signals_for_matching",
+    "parse_iso_ms",
+    "stable_hash",
+    "to_fixed",
+]
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._signalkey": "compute_signal_key extract_error_signature has_error_signal jaccard "
+        "jaccard_sets js_pow js_string js_trim js_truthy "
+        "normalize_error_signature normalize_signals_for_matching parse_iso_ms "
+        "stable_hash to_fixed",
+        "._codec": "gc_paused",
+    },
+    globals(),
+)

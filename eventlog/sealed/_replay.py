@@ -121,13 +121,13 @@ def events(snap: Snapshot, flt: Filter) -> Iterator[AnyEvent]:
     for info in snap.segments:
         if not flt.keeps_segment(info):
             continue
-        yield from _segment_events(snap, info, flt)
+        yield from segment_events(snap, info, flt)
     for e in snap.tail_events():
         if flt.keeps(e):
             yield e
 
 
-def _segment_events(snap: Snapshot, info: SegmentInfo, flt: Filter) -> Iterator[AnyEvent]:
+def segment_events(snap: Snapshot, info: SegmentInfo, flt: Filter) -> Iterator[AnyEvent]:
     """One segment's events, a batch at a time; each batch's seqs must continue the last."""
     pf = open_segment(snap.paths.segments, info)
     path = segment_path(snap.paths.segments, info)

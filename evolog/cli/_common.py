@@ -120,8 +120,7 @@ def print_text_json(obj: object) -> None:
 
 def ledger_config(args: argparse.Namespace) -> dict[str, object]:
     """The ledger configuration of ``--config`` (a JSON object) and ``--cadence``."""
-    from evolog.projections._errors import InvalidParameterError
-    from evolog.projections.energy._config import parse_cadence
+    from evolog.projections import InvalidParameterError, parse_cadence
 
     fields: dict[str, object] = {}
     if args.config:

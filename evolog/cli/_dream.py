@@ -38,9 +38,9 @@ def _guarded(func: Handler) -> Handler:
             return func(args)
         except Exception as exc:
             # Imported here: `evolog isa parse` must not pay for numpy and DuckDB.
-            from evolog.advice.routing._router import RouterError
-            from evolog.dream._errors import DreamError
-            from evolog.projections._errors import ProjectionError
+            from evolog.advice import RouterError
+            from evolog.dream import DreamError
+            from evolog.projections import ProjectionError
 
             if not isinstance(exc, DreamError | ProjectionError | RouterError):
                 raise
@@ -63,8 +63,7 @@ class _InputError(ValueError):
 
 
 def _parsed(args: Any) -> Any:
-    from evolog.dream.isa._parser import parse_program
-    from evolog.dream.isa._program import ISA_REGISTRY
+    from evolog.dream import ISA_REGISTRY, parse_program
 
     known = ISA_REGISTRY.versions()
     if args.isa_version not in known:
@@ -93,13 +92,13 @@ def _cmd_isa_parse(args: Any) -> int:
 
 
 def _cmd_isa_run(args: Any) -> int:
-    from evolog.dream.isa._vm import run_program
+    from evolog.dream import run_program
 
     program = _parsed(args)
     ctx = None
     if args.phase:
-        from evolog.dream.isa._opcodes import PHASE_OPCODES
-        from evolog.dream.isa._vm import VMContext
+        from evolog.dream import VMContext
+        from evolog.dream.isa import PHASE_OPCODES
 
         # As the dream cycle runs that phase: its opcodes only, and only its own nodes.
         label = "SWS/REM" if args.phase == "trace" else args.phase
@@ -115,18 +114,18 @@ def _cmd_isa_run(args: Any) -> int:
 # -- dream ------------------------------------------------------------------------------
 def _make_dreamer(args: Any) -> Any:
     if args.dreamer == "claude":
-        from evolog.dream._claude import ClaudeDreamer
+        from evolog.dream import ClaudeDreamer
 
         return ClaudeDreamer(model=args.model)
-    from evolog.dream._heuristic import HeuristicDreamer
+    from evolog.dream import HeuristicDreamer
 
     return HeuristicDreamer()
 
 
 def _cmd_dream(args: Any) -> int:
-    from evolog.dream._cycle import DreamConfig, dream
+    from evolog.dream import DreamConfig, dream
     from evolog.eventlog import EventLog
-    from evolog.projections.graph._embed import get_embedder
+    from evolog.projections import get_embedder
 
     config = DreamConfig(
         batch_size=args.batch_size, max_traces=args.max_traces, compaction=args.compact,
@@ -154,7 +153,7 @@ def _cmd_dream(args: Any) -> int:
 
 
 def _cmd_dream_undo(args: Any) -> int:
-    from evolog.dream._undo import undo_cycle
+    from evolog.dream import undo_cycle
     from evolog.eventlog import EventLog
 
     with EventLog(store_path(args)) as log:
@@ -169,7 +168,7 @@ def _known_cycle(log: Any, cycle: str) -> None:
     input leaves the store as it was, without a new lock file. (``undo_cycle`` checks again
     under the lock.)"""
     from evolog.dream import UndoError
-    from evolog.projections.graph._memgraph import load_memgraph
+    from evolog.projections import load_memgraph
 
     # A fold, not the checkpoint: a refused command leaves the store as it was, cache too.
     graph = load_memgraph(log)
@@ -181,7 +180,7 @@ def _known_cycle(log: Any, cycle: str) -> None:
 
 def _cmd_dream_cycles(args: Any) -> int:
     from evolog.eventlog import EventLog
-    from evolog.projections.graph._cache import cached_memgraph
+    from evolog.projections import cached_memgraph
 
     with EventLog(store_path(args)) as log:
         graph = cached_memgraph(log)
@@ -196,17 +195,17 @@ def _cmd_dream_cycles(args: Any) -> int:
 
 # -- route and graph ---------------------------------------------------------------------
 def _cmd_route(args: Any) -> int:
-    from evolog.advice.routing._router import Router, RouterConfig
+    from evolog.advice import Router, RouterConfig
     from evolog.eventlog import EventLog
-    from evolog.projections.graph._embed import get_embedder
+    from evolog.projections import get_embedder
 
     if not args.task.strip():  # refused before the graph checkpoint is brought up to date
         raise _InputError(f"task: expected non-blank text; got {args.task!r}")
     config = RouterConfig(top_k=args.top_k)
     judge = None
     if args.judge:  # built first: a missing API key is refused before the store is opened
-        from evolog.advice.routing._judge import JudgedRouter, ModelJudge
-        from evolog.dream.evolve._claude import ClaudeModel
+        from evolog.advice import JudgedRouter, ModelJudge
+        from evolog.dream.evolve import ClaudeModel
 
         judge = ModelJudge(ClaudeModel(model=args.judge), name=f"claude:{args.judge}")
     with EventLog(store_path(args)) as log:
@@ -228,8 +227,8 @@ def _cmd_route(args: Any) -> int:
 
 def _cmd_graph(args: Any) -> int:
     from evolog.eventlog import EventLog
-    from evolog.projections.graph._cache import graph_views
-    from evolog.projections.graph._views import graph_document
+    from evolog.projections import graph_views
+    from evolog.projections.graph import graph_document
 
     with EventLog(store_path(args)) as log:
         graph = graph_views(log)
@@ -363,8 +362,8 @@ DEMO_TASKS = (
 
 def demo_dream(path: str, out: TextIO | None = None) -> None:
     """Dream a store's traces and route a few tasks, printing a short account (the demo)."""
-    from evolog.advice.routing._router import Router
-    from evolog.dream._cycle import dream
+    from evolog.advice import Router
+    from evolog.dream import dream
     from evolog.eventlog import EventLog
 
     out = out or sys.stdout

@@ -93,7 +93,7 @@ def run_evolve(args: argparse.Namespace) -> int:
         embedder = get_embedder(args.embedder)
     model = None
     if args.model:
-        from evolog.dream.evolve._claude import ClaudeModel
+        from evolog.dream.evolve import ClaudeModel
 
         model = ClaudeModel(model=args.model)
 

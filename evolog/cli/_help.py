@@ -312,14 +312,14 @@ def parser_doc(description: str, examples: tuple[str, ...]) -> dict[str, Any]:
     return {
         "description": description,
         "epilog": label + ":\n" + "\n".join("  " + line for line in examples),
-        "formatter_class": _formatter(),
+        "formatter_class": help_formatter(),
     }
 
 
 _FORMATTER: list[type[argparse.HelpFormatter]] = []
 
 
-def _formatter() -> type[argparse.HelpFormatter]:
+def help_formatter() -> type[argparse.HelpFormatter]:
     """Description and examples printed as written (argparse's default formatter re-flows
     them into one paragraph), and each option's default shown unless its help names one."""
     if _FORMATTER:

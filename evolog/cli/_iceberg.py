@@ -16,7 +16,7 @@ from ._common import store_path
 if TYPE_CHECKING:
     import pyarrow as pa
 
-from ..iceberg._catalog import DEFAULT_TABLE
+from evolog.iceberg import DEFAULT_TABLE
 
 
 def add_publish_commands(sub: Any) -> None:
@@ -77,7 +77,7 @@ def add_sql_options(s: Any) -> None:
 
 def _one_line_errors(func: Callable[[Any], int]) -> Callable[[Any], int]:
     def wrapper(args: Any) -> int:
-        from ..iceberg._errors import IcebergError
+        from evolog.iceberg import IcebergError
 
         try:
             return func(args)
@@ -93,7 +93,7 @@ def run_publish(args: Any) -> int:
     """``evolog publish iceberg CATALOG``."""
     import msgspec
 
-    from ..iceberg._publish import publish
+    from evolog.iceberg import publish
 
     # pyiceberg logs each commit it retries after losing a race to another publisher;
     # the command's output is its JSON result (or one error line), not a log.
@@ -121,8 +121,7 @@ def run_publish(args: Any) -> int:
 def iceberg_result(args: Any) -> tuple[pa.Table, str | None]:
     """``evolog sql --iceberg CATALOG:TABLE QUERY``: the result, and where ``--out`` writes
     it (checked before the query runs: never into a local warehouse)."""
-    from ..iceberg._catalog import local_warehouse, split_target
-    from ..iceberg._read import iceberg_sql
+    from evolog.iceberg import iceberg_sql, local_warehouse, split_target
 
     as_of, as_of_ts = None, None
     if args.as_of is not None:
@@ -131,7 +130,7 @@ def iceberg_result(args: Any) -> tuple[pa.Table, str | None]:
         as_of, as_of_ts = parse_as_of(args.as_of)
     out = None
     if args.out:
-        from evolog.projections._sqlguard import outside_store
+        from evolog.projections import outside_store
 
         warehouse = local_warehouse(split_target(args.iceberg)[0])
         out = outside_store(warehouse, args.out, "--out") if warehouse else args.out

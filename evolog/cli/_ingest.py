@@ -198,7 +198,7 @@ def _read_head(stream: IO[bytes]) -> tuple[list[tuple[int, AnyEvent]], IO[bytes]
     import tempfile
 
     from evolog.eventlog import now_us
-    from evolog.eventlog.wal._prepare import prepare_one
+    from evolog.eventlog.wal import prepare_one
 
     spill = tempfile.TemporaryFile()  # noqa: SIM115 - returned open; in $TMPDIR, never the store
     try:

@@ -20,7 +20,7 @@ from ._common import ledger_config, print_text_json, store_path
 if TYPE_CHECKING:
     import argparse
 
-    from evolog.projections.energy._view import EntryView, LedgerView
+    from evolog.projections import EntryView, LedgerView
 
 
 def add_ledger_commands(subparsers: Any) -> None:
@@ -81,8 +81,7 @@ def _error(message: object, code: int) -> int:
 
 def run_ledger(args: argparse.Namespace) -> int:
     from evolog.eventlog import EventLogError
-    from evolog.projections._errors import ProjectionError
-    from evolog.projections.energy._ledger import ledger
+    from evolog.projections import ProjectionError, ledger
 
     from ._common import parse_as_of
 
@@ -187,18 +186,18 @@ def catch_up_bound() -> int:
     """The most ticks one event may charge: a never-credited newborn survives them."""
     import math
 
-    from evolog.projections.energy._config import LedgerConfig
+    from evolog.projections import LedgerConfig
 
     cfg = LedgerConfig()
     return max(1, math.ceil(cfg.spawn_energy / cfg.upkeep) - 1)
 
 
 def run_survive(args: argparse.Namespace) -> int:
-    from ..survive._errors import SurvivalError
+    from evolog.survive import SurvivalError
 
     try:
         if args.demo:
-            from ..survive._suite import poison_demo
+            from evolog.survive import poison_demo
 
             return poison_demo(args.dir or "evolog-survival-demo", args.cycles, args.seed)
         return _suite(args)
@@ -207,8 +206,7 @@ def run_survive(args: argparse.Namespace) -> int:
 
 
 def _suite(args: argparse.Namespace) -> int:
-    from ..survive._report import aggregate, run_metrics, table, to_builtins
-    from ..survive._suite import UNITS, run_suite
+    from evolog.survive import UNITS, aggregate, run_metrics, run_suite, table, to_builtins
 
     if args.seeds < 1 or args.cycles < 1:
         return _error("--seeds and --cycles: expected positive integers", 2)

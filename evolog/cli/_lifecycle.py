@@ -18,7 +18,7 @@ from ._common import ledger_config, print_text_json, store_path
 if TYPE_CHECKING:
     import argparse
 
-    from evolog.projections.energy._view import EntryView
+    from evolog.projections import EntryView
 
 OPS = ("birth", "pin", "unpin", "forget")
 
@@ -90,8 +90,7 @@ def _refusal(op: str, entry: str, e: EntryView | None, args: argparse.Namespace)
 
 def run_lifecycle(args: argparse.Namespace) -> int:
     from evolog.eventlog import EventLog, EventLogError, Lifecycle
-    from evolog.projections._errors import ProjectionError
-    from evolog.projections.energy._ledger import ledger
+    from evolog.projections import ProjectionError, ledger
 
     op, entry = args.lifecycle, args.entry
     try:

@@ -89,24 +89,24 @@ def _cmd_compact(args: argparse.Namespace) -> int:
 
 def _cmd_hook(args: argparse.Namespace) -> int:
     if getattr(args, "print_settings", False) and getattr(args, "http", False):
-        from ..worker._settings import print_http_settings
+        from evolog.worker import print_http_settings
 
         return print_http_settings(store_path(args))
     if getattr(args, "print_settings", False):
         import shlex
 
-        from ..doctor._paths import evolog_command
-        from ..hook._recall import settings_text
+        from evolog.doctor import evolog_command
+        from evolog.hook import settings_text
 
         # Absolute paths: a hook's shell need not have this installation on its PATH.
         store = os.path.abspath(store_path(args))
         command = shlex.join([*evolog_command(), "hook", "claude-code"])
         sys.stdout.write(settings_text(command, shlex.quote(store)) + "\n")
         return 0
-    from ..hook._hooks import run_hook
+    from evolog.hook import run_hook
 
     if getattr(args, "start_worker", False):
-        from ..worker._settings import start_worker
+        from evolog.worker import start_worker
 
         store = store_path(args)
         return start_worker(store, lambda: run_hook(args.agent_kind, store))
@@ -121,7 +121,7 @@ def _cmd_version(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .._demo import run_demo
+    from evolog import run_demo
 
     return run_demo(args.dir, args.cycles, args.seed)
 
@@ -169,11 +169,11 @@ def _add_feature_commands(sub: Any, layers: Sequence[str]) -> None:
         elif layer == "evolve":
             from ._evolve import add_evolve_commands as add
         elif layer == "worker":
-            from ..worker._cli import add_worker_commands as add
+            from evolog.worker import add_worker_commands as add
         elif layer == "controls":
-            from ..hook._commands import add_control_commands as add
+            from evolog.hook import add_control_commands as add
         elif layer == "doctor":
-            from ..doctor._cli import add_doctor_commands as add
+            from evolog.doctor import add_doctor_commands as add
         elif layer == "ui":
             from evolog.ui import add_ui_commands as add
         else:

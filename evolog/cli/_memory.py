@@ -83,7 +83,7 @@ def add_memory_commands(sub: Any) -> None:
 
 
 def _memory(args: argparse.Namespace) -> Any:
-    from evolog._memory import Memory
+    from evolog import Memory
 
     return Memory(store_path(args), create=False)
 

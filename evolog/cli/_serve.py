@@ -97,8 +97,7 @@ def _error(message: str, code: int) -> int:
 
 
 def _config(args: argparse.Namespace) -> Any:
-    from evolog.server import ServerConfig, load_tokens
-    from evolog.server._config import SqlLimits
+    from evolog.server import ServerConfig, SqlLimits, load_tokens
 
     names = ("timeout", "memory_mb", "threads", "max_bytes", "concurrency", "queue")
     limits = {n: getattr(args, f"sql_{n}") for n in names if hasattr(args, f"sql_{n}")}
@@ -165,7 +164,7 @@ def run_mcp(args: argparse.Namespace) -> int:
     if missing:
         return _error(f"evolog mcp needs the server extra ({missing} is missing): {_EXTRA}", 1)
     from evolog.eventlog import EventLogError
-    from evolog.mcp._front import serve_stdio
+    from evolog.mcp import serve_stdio
     from evolog.server import ConfigError
 
     try:

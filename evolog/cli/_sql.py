@@ -124,9 +124,8 @@ def _errors(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
     anything else."""
 
     def wrapper(args: argparse.Namespace) -> int:
-        from evolog.projections._errors import ProjectionError
-
-        from ..iceberg._errors import IcebergError
+        from evolog.iceberg import IcebergError
+        from evolog.projections import ProjectionError
 
         try:
             return func(args)
@@ -139,7 +138,7 @@ def _errors(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Nam
 
 
 def _projections(args: argparse.Namespace) -> Any:
-    from evolog.projections._api import Projections
+    from evolog.projections import Projections
 
     return Projections(store_path(args))
 
@@ -174,7 +173,7 @@ def run_sql(args: argparse.Namespace) -> int:
         proj = _projections(args)
         out = None
         if args.out:  # refused before the query runs, not after
-            from evolog.projections._sqlguard import outside_store
+            from evolog.projections import outside_store
 
             out = outside_store(proj.paths.root, args.out, "--out")
         table = proj.sql(args.query, **_bounds(args))
@@ -233,7 +232,7 @@ def _split(text: str | None) -> list[str] | None:
 def _write_parquet(table: pa.Table, path: str) -> None:
     import pyarrow.parquet as pq
 
-    from evolog.projections._errors import EngineError
+    from evolog.projections import EngineError
 
     # A fresh name beside the target (O_EXCL: never an existing file, nor one a symlink
     # points to); the rename replaces the directory entry, so a hard link to the old file
@@ -255,7 +254,7 @@ def _write_parquet(table: pa.Table, path: str) -> None:
 # -- rendering -----------------------------------------------------------------------------
 def render(table: pa.Table, fmt: str, out: Any) -> None:
     """Write ``table`` to ``out`` as ``table`` (aligned text), ``csv`` or ``json``."""
-    from evolog.projections._timefmt import py_rows
+    from evolog.projections import py_rows
 
     rows = py_rows(table)
     if fmt == "json":

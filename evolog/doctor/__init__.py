@@ -10,4 +10,28 @@ works, and says in one line per problem what to do.
 Internal: nothing here is imported by ``import evolog`` or by the hook.
 """
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._cli import add_doctor_commands
+    from ._paths import evolog_command
+
+
+__all__ = [
+    "add_doctor_commands",
+    "evolog_command",
+]
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._cli": "add_doctor_commands",
+        "._paths": "evolog_command",
+    },
+    globals(),
+)

@@ -143,7 +143,7 @@ def _unreachable(program: str | None) -> str | None:
 
 
 def check_hooks(store: str, cwd: str) -> Check:
-    from evolog.hook._recall import HOOK_EVENTS
+    from evolog.hook import HOOK_EVENTS
 
     plugin = _plugin(cwd)
     if plugin is not None:
@@ -273,7 +273,7 @@ def check_worker(store: str) -> Check:
     import urllib.request
 
     try:
-        from evolog.worker._cli import status_of
+        from evolog.worker import status_of
     except ImportError:
         return Check("worker", "note", "not part of this installation (command hooks only)")
     start = shell_line("worker", "start", store=store)
@@ -294,7 +294,7 @@ def check_worker(store: str) -> Check:
         )
     if not ok:
         return Check("worker", "FIX", f"{status['url']}/healthz is not healthy: restart it")
-    from evolog.worker._files import read_record, stale
+    from evolog.worker import read_record, stale
 
     record = read_record(os.path.abspath(store))
     why = stale(record) if record is not None else None

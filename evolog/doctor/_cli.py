@@ -23,7 +23,7 @@ _EXAMPLES = ("evolog doctor", "evolog --store ~/work/memory doctor --no-mcp-star
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from evolog.cli._common import store_path
+    from evolog.cli import store_path
 
     from ._checks import print_checks, run_checks
 
@@ -32,14 +32,14 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def add_doctor_commands(sub: Any) -> None:
-    from evolog.cli._help import _formatter
+    from evolog.cli import help_formatter
 
     s = sub.add_parser(
         "doctor",
         help="check the Claude Code setup (hooks, MCP, store, worker); say what to fix",
         description=_DESCRIPTION,
         epilog="examples:\n" + "\n".join("  " + e for e in _EXAMPLES),
-        formatter_class=_formatter(),
+        formatter_class=help_formatter(),
     )
     s.add_argument(
         "--no-mcp-start", action="store_true", help="skip starting `evolog mcp` to time it"

@@ -21,13 +21,13 @@ COMMAND = (
 
 
 def plugin_hooks() -> dict[str, Any]:
-    from evolog.hook._recall import _TOOL_EVENTS, HOOK_EVENTS
+    from evolog.hook import HOOK_EVENTS, TOOL_EVENTS
 
     hooks: dict[str, Any] = {}
     for name in HOOK_EVENTS:
         # A list per event, so the worker's http hooks can stand beside the command hook.
         entry: dict[str, Any] = {"hooks": [{"type": "command", "command": COMMAND}]}
-        hooks[name] = [{"matcher": "*", **entry} if name in _TOOL_EVENTS else entry]
+        hooks[name] = [{"matcher": "*", **entry} if name in TOOL_EVENTS else entry]
     return {
         "description": (
             "evolog: record the session and inject what it recalls (posted to the worker "

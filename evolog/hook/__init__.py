@@ -1,6 +1,49 @@
 """Agent hooks (Claude Code and generic JSON): event mapping, content policy and files.
 
-Internal: import the public names from the parent package.
+Users import the public names from the parent package; ``__all__`` here is what
+other parts of evolog use (tests/test_architecture.py keeps them off the private modules).
 """
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._commands import add_control_commands
+    from ._content import content_policy
+    from ._credit import HOOK_PREFIX, Report, join_report, outcome_id
+    from ._hooks import MAX_PAYLOAD_BYTES, answer_claude_code, dead_letter, run_hook
+    from ._recall import HOOK_EVENTS, TOOL_EVENTS, answer_by, settings_text
+
+
+__all__ = [
+    "HOOK_EVENTS",
+    "HOOK_PREFIX",
+    "MAX_PAYLOAD_BYTES",
+    "TOOL_EVENTS",
+    "Report",
+    "add_control_commands",
+    "answer_by",
+    "answer_claude_code",
+    "content_policy",
+    "dead_letter",
+    "join_report",
+    "outcome_id",
+    "run_hook",
+    "settings_text",
+]
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._recall": "HOOK_EVENTS TOOL_EVENTS answer_by settings_text",
+        "._credit": "HOOK_PREFIX Report join_report outcome_id",
+        "._hooks": "MAX_PAYLOAD_BYTES answer_claude_code dead_letter run_hook",
+        "._commands": "add_control_commands",
+        "._content": "content_policy",
+    },
+    globals(),
+)

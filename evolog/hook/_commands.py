@@ -23,7 +23,7 @@ import sys
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from evolog.cli._common import print_json, store_path
+from evolog.cli import print_json, store_path
 
 if TYPE_CHECKING:
     import argparse
@@ -59,7 +59,7 @@ _DOCS = {
 
 
 def _doc(name: str) -> dict[str, Any]:
-    from evolog.cli._help import parser_doc
+    from evolog.cli import parser_doc
 
     return parser_doc(*_DOCS[name])
 
@@ -252,7 +252,7 @@ def _capture(root: str) -> dict[str, Any]:
 
 def _worker(root: str) -> dict[str, Any]:
     try:
-        from evolog.worker._cli import status_of
+        from evolog.worker import status_of
     except ImportError:
         return {"running": False, "known": False}
     doc = status_of(root)

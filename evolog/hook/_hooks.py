@@ -114,7 +114,7 @@ def run_hook(agent_kind: str, store: str) -> int:
         if isinstance(exc, _PayloadTooLarge):
             raw = exc.head
         with contextlib.suppress(BaseException):
-            _dead_letter(store, raw, exc)
+            dead_letter(store, raw, exc)
         return 0
     if answer:
         with contextlib.suppress(BaseException):
@@ -153,7 +153,7 @@ class _PayloadTooLarge(ValueError):
         )
 
 
-def _dead_letter(store: str, raw: bytes, exc: BaseException) -> None:
+def dead_letter(store: str, raw: bytes, exc: BaseException) -> None:
     msg = (kept(f"{type(exc).__name__}: {exc}") or "").replace("\n", " ")[:500]
     try:
         path, why = keep_dead_letter(os.path.abspath(store), raw, msg)
@@ -244,8 +244,8 @@ def _inject(
     # task, one outcome) instead of opening another. The line goes inside the block, whose
     # budget leaves room for it, and the id (it holds Claude Code's session id) is shown
     # as any other recorded text is.
-    from evolog.advice.recall._block import FOOTER
-    from evolog.projections.memory._untrusted import safe_text
+    from evolog.advice.recall import FOOTER
+    from evolog.projections.memory import safe_text
 
     line = ATTEMPT_LINE.format(safe_text(attempt.action_id, 200))
     got = for_prompt(
@@ -407,7 +407,7 @@ def _constraints(st: _State, action: str, error: str, env: dict[str, Any]) -> li
     if not st.decided:
         return []
     # Imported here: only a failure while following a recalled strategy pays for it.
-    from evolog.projections.memory._untrusted import error_signature, safe_text
+    from evolog.projections.memory import error_signature, safe_text
 
     text = f"{safe_text(action, 160)} failed: {error_signature(error, 120)}"
     return [

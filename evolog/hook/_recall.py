@@ -58,7 +58,7 @@ HOOK_EVENTS: Final = (
     "StopFailure",
     "SessionEnd",
 )
-_TOOL_EVENTS: Final = frozenset(
+TOOL_EVENTS: Final = frozenset(
     {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"}
 )
 
@@ -162,7 +162,7 @@ def for_prompt(
     """Recall for a prompt (nothing on any problem); the event is left to the caller.
 
     ``reserve``: characters of the budget kept for a line the caller adds to the block."""
-    from evolog._recall import digest, recall
+    from evolog import digest, recall
     from evolog.advice import MAX_TASK_CHARS
     from evolog.projections.memory import STRATEGY, load_config
 
@@ -207,7 +207,7 @@ def for_prompt(
 
 def for_session(log: EventLog, cwd: str, env: dict[str, Any], seconds: float) -> Injection:
     """The backbone and the project's notes at a session's start."""
-    from evolog._recall import digest, session_items
+    from evolog import digest, session_items
     from evolog.advice.recall import render
     from evolog.projections.memory import load_config
 
@@ -244,8 +244,7 @@ def for_session(log: EventLog, cwd: str, env: dict[str, Any], seconds: float) ->
 def archive(log: EventLog, env: dict[str, Any], seconds: float) -> list[Note]:
     """The archive notes of cold branches at a session's end (nothing on any problem)."""
     from evolog.eventlog import new_id
-    from evolog.projections.memory import load_config
-    from evolog.projections.memory._plan import archive_notes
+    from evolog.projections.memory import archive_notes, load_config
 
     try:
         with bounded(seconds):
@@ -273,7 +272,7 @@ def warm(log: EventLog, seconds: float) -> None:
                 dead = frozenset(index.dead_entries(log, snap))
             index.save(snap)
         if any(i.kind == STRATEGY for i in fold.state.items.values()):
-            from evolog._recall import routed_strategy
+            from evolog import routed_strategy
 
             # The router's vector index and null sample are caches too: built here, the
             # next prompt's route reads them instead of embedding.
@@ -304,5 +303,5 @@ def settings(command: str = "evolog hook claude-code", store: str = "~/.evolog")
         entry: dict[str, Any] = {
             "hooks": [{"type": "command", "command": f"EVOLOG_STORE={store} {command}"}]
         }
-        hooks[name] = [{"matcher": "*", **entry} if name in _TOOL_EVENTS else entry]
+        hooks[name] = [{"matcher": "*", **entry} if name in TOOL_EVENTS else entry]
     return {"hooks": hooks}

@@ -32,7 +32,7 @@ from ._errors import (
 )
 
 if TYPE_CHECKING:
-    from ._catalog import DEFAULT_TABLE
+    from ._catalog import DEFAULT_TABLE, local_warehouse, split_target
     from ._publish import PublishResult, default_store_id, publish
     from ._read import iceberg_sql
 
@@ -46,7 +46,9 @@ __all__ = [
     "PublishResult",
     "default_store_id",
     "iceberg_sql",
+    "local_warehouse",
     "publish",
+    "split_target",
 ]
 
 # Loaded on first use: `evolog sql` registers its --iceberg options from this package and
@@ -54,7 +56,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "._catalog": "DEFAULT_TABLE",
+        "._catalog": "DEFAULT_TABLE local_warehouse split_target",
         "._publish": "PublishResult default_store_id publish",
         "._read": "iceberg_sql",
     },

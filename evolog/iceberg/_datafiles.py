@@ -23,8 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evolog.eventlog import CorruptLogError
-from evolog.eventlog.sealed._manifest import SegmentInfo, content_hash, stat_segment
-from evolog.eventlog.sealed._segments import DAMAGE, footer_seqs
+from evolog.eventlog.sealed import DAMAGE, SegmentInfo, content_hash, footer_seqs, stat_segment
 
 from ._catalog import backend_errors, one_line
 from ._errors import PublishRefusedError

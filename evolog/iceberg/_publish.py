@@ -26,9 +26,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from evolog.eventlog._files import FileLock, os_errors_as_storage
-from evolog.eventlog._store import Paths, require_store
-from evolog.eventlog.sealed._manifest import FileCommitter, Manifest, SegmentInfo
+from evolog.eventlog import FileLock, Paths, os_errors_as_storage, require_store
+from evolog.eventlog.sealed import FileCommitter, Manifest, SegmentInfo
 
 from ._catalog import (
     DEFAULT_TABLE,
@@ -125,7 +124,7 @@ def publish(
                     f"{paths.manifest}: refused, nothing published: the manifest has no "
                     "segment hashes (written by an older evolog); `evolog compact` adds them"
                 )
-            from evolog.eventlog.sealed._arrow import SCHEMA
+            from evolog.eventlog.sealed import SCHEMA
 
             tbl = load_or_create(cat, ident, SCHEMA)
             return _publish(tbl, paths, sid, manifest, start)

@@ -63,8 +63,7 @@ def iceberg_sql(
     events with ``seq <= as_of`` and ``as_of_ts`` those with an event time (µs) up to it.
     ``s3_endpoint``, ``s3_region``: the S3 server of a table in object storage (else from
     the environment, see :func:`._storage.s3_properties`)."""
-    from evolog.projections._source import connect
-    from evolog.projections._sqlguard import check_query, run_query, seal_off
+    from evolog.projections import check_query, connect, run_query, seal_off
 
     catalog, table = split_target(target)
     for label, value in (("snapshot", snapshot_id), ("as_of", as_of), ("as_of_ts", as_of_ts)):
@@ -249,7 +248,7 @@ def _events_sql(
 ) -> str:
     """One SELECT per store over its files, in the table's column order (columns a
     store's files lack are typed NULLs), bounded by seq and time."""
-    from evolog.projections._source import ident, sql_string
+    from evolog.projections import ident, sql_string
 
     null = {n: f"NULL::{t}" for n, t in columns}
     parts = []

@@ -17,14 +17,26 @@ from evolog._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._endpoint import McpEndpoint
+    from ._front import serve_stdio
     from ._mount import guarded
     from ._server import build_server, run_stdio
 
-__all__ = ["McpEndpoint", "build_server", "guarded", "run_stdio"]
+__all__ = [
+    "McpEndpoint",
+    "build_server",
+    "guarded",
+    "run_stdio",
+    "serve_stdio",
+]
 
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    {"._endpoint": "McpEndpoint", "._mount": "guarded", "._server": "build_server run_stdio"},
+    {
+        "._endpoint": "McpEndpoint",
+        "._mount": "guarded",
+        "._server": "build_server run_stdio",
+        "._front": "serve_stdio",
+    },
     globals(),
 )

@@ -16,7 +16,7 @@ from anyio import to_thread
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from evolog.server._http import AppState
+    from evolog.server import AppState
 
 #: How long a request waits for the SDK to load before it is answered 503 (seconds).
 LOAD_WAIT_S = 30.0
@@ -63,8 +63,7 @@ class McpEndpoint:
             self.ready.set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from evolog.server._errors import Problem
-        from evolog.server._http import error_response
+        from evolog.server import Problem, error_response
 
         if not self.ready.is_set():
             with contextlib.suppress(TimeoutError):

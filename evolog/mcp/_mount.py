@@ -7,9 +7,7 @@ from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
 
-from evolog.server._auth import Need, authorize
-from evolog.server._errors import Problem
-from evolog.server._http import AppState, error_response
+from evolog.server import AppState, Need, Problem, authorize, error_response
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send

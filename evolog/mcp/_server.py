@@ -15,8 +15,7 @@ from ._tools import register
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from evolog.server._config import ServerConfig
-    from evolog.server._http import AppState
+    from evolog.server import AppState, ServerConfig
 
 INSTRUCTIONS = (
     "evolog is this agent's memory of what it tried and how it went. Before a task, call "
@@ -96,7 +95,7 @@ def build_server(state: AppState, lifespan: Any = None) -> MCPServer:
     """An MCP server whose tools act on ``state``'s store."""
     from mcp.server.mcpserver import MCPServer
 
-    from evolog.server._config import version
+    from evolog.server import version
 
     server: MCPServer = MCPServer(
         "evolog", instructions=INSTRUCTIONS, version=version(), lifespan=lifespan,
@@ -118,9 +117,7 @@ def run_stdio(
     process's own, and ``ready`` is called once the SDK is loaded and about to serve: how
     :mod:`evolog.mcp._front` answers the handshake while the SDK loads.
     """
-    from evolog.server._http import AppState
-    from evolog.server._metrics import Metrics
-    from evolog.server._store import ServerStore
+    from evolog.server import AppState, Metrics, ServerStore
 
     store = ServerStore(config)
     state = AppState(config, store, Metrics())

@@ -16,13 +16,13 @@ from pydantic import Field
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from evolog.server._http import AppState
+    from evolog.server import AppState
 
 
 def _fail(exc: BaseException) -> Exception:
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from evolog.server._http import problem_of
+    from evolog.server import problem_of
 
     problem = problem_of(exc)
     where = f" (field: {problem.field})" if problem.field else ""
@@ -33,14 +33,14 @@ def register(server: MCPServer, state: AppState) -> None:
     """Add the tools to ``server``, all acting on ``state``'s store."""
     from mcp_types import ToolAnnotations
 
-    from evolog.server._types import (
+    from evolog.server import (
         AdviseRequest,
         RecallRequest,
         RememberRequest,
         RouteRequest,
         SqlRequest,
     )
-    from evolog.server.routes import _query as q
+    from evolog.server.routes import advise_json, route_json, sql_result
 
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 
@@ -66,7 +66,7 @@ def register(server: MCPServer, state: AppState) -> None:
     ) -> dict[str, Any]:
         req = AdviseRequest(signals=signals, genes=genes, policy=policy)
         try:
-            return await to_thread.run_sync(q.advise_json, state, req)
+            return await to_thread.run_sync(advise_json, state, req)
         except Exception as exc:
             raise _fail(exc) from None
 
@@ -84,10 +84,10 @@ def register(server: MCPServer, state: AppState) -> None:
         top_k: Annotated[int, Field(ge=1, le=100, description="candidates considered")] = 5,
     ) -> dict[str, Any]:
         try:
-            from evolog._recall import shown_route
+            from evolog import shown_route
 
             return shown_route(
-                await to_thread.run_sync(q.route_json, state, RouteRequest(task, top_k))
+                await to_thread.run_sync(route_json, state, RouteRequest(task, top_k))
             )
         except Exception as exc:
             raise _fail(exc) from None
@@ -110,7 +110,7 @@ def register(server: MCPServer, state: AppState) -> None:
 
         req = SqlRequest(query=query, max_rows=max_rows)
         try:
-            body, _ = await q.sql_result(state, req)
+            body, _ = await sql_result(state, req)
         except Exception as exc:
             raise _fail(exc) from None
         out: dict[str, Any] = msgspec.json.decode(body)
@@ -132,7 +132,7 @@ def register(server: MCPServer, state: AppState) -> None:
         ] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="events returned")] = 20,
     ) -> dict[str, Any]:
-        from evolog.server.routes._search import search_events as run
+        from evolog.server.routes import search_events as run
 
         try:
             found = await to_thread.run_sync(run, state.store.paths, text, kinds, limit)
@@ -153,7 +153,7 @@ def register(server: MCPServer, state: AppState) -> None:
         text: Annotated[str, Field(min_length=1, description="the lesson, in a sentence or two")],
         tags: Annotated[list[str], Field(description="labels")] = [],  # noqa: B006
     ) -> dict[str, Any]:
-        from evolog.server.routes._memory import remember_json
+        from evolog.server.routes import remember_json
 
         req = RememberRequest(branch=branch, text=text, tags=list(tags))
         try:
@@ -180,8 +180,8 @@ def register(server: MCPServer, state: AppState) -> None:
             list[str], Field(description="the task's signals: genes tried for them compete")
         ] = [],  # noqa: B006
     ) -> dict[str, Any]:
-        from evolog._recall import shown_json
-        from evolog.server.routes._memory import recall_json
+        from evolog import shown_json
+        from evolog.server.routes import recall_json
 
         req = RecallRequest(
             query=query,
@@ -226,8 +226,8 @@ def register(server: MCPServer, state: AppState) -> None:
         import os
 
         from evolog.eventlog import Outcome
-        from evolog.hook._credit import HOOK_PREFIX, Report, join_report, outcome_id
-        from evolog.server.routes._memory import recalled_items
+        from evolog.hook import HOOK_PREFIX, Report, join_report, outcome_id
+        from evolog.server.routes import recalled_items
 
         try:
             supported = list(supported_by)

@@ -207,8 +207,8 @@ class EvologApp(Starlette):
 def _warm_sql() -> None:
     import pyarrow.dataset  # noqa: F401
 
-    import evolog.projections._api
-    import evolog.projections._catalog  # noqa: F401
+    # Looking the names up loads the modules behind them.
+    from evolog.projections import Projections, view_name  # noqa: F401
 
 
 def create_app(config: ServerConfig, *, mcp: bool | None = None) -> Starlette:

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from evolog.advice._limits import MAX_TASK_CHARS
+from evolog.advice import MAX_TASK_CHARS
 
 Seq = Annotated[int, msgspec.Meta(ge=0, description="a position in the log (0: the start)")]
 Time = Annotated[

@@ -1,7 +1,40 @@
 """The survival benchmark: simulated agent environments that test whether the ledger keeps
 useful memories alive and lets useless ones die.
 
-Internal: import the public names from the parent package.
+Users import the public names from the parent package; ``__all__`` here is what
+other parts of evolog use (tests/test_architecture.py keeps them off the private modules).
 """
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._errors import SurvivalError
+    from ._report import aggregate, run_metrics, table, to_builtins
+    from ._suite import UNITS, poison_demo, run_suite
+
+
+__all__ = [
+    "UNITS",
+    "SurvivalError",
+    "aggregate",
+    "poison_demo",
+    "run_metrics",
+    "run_suite",
+    "table",
+    "to_builtins",
+]
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._errors": "SurvivalError",
+        "._suite": "UNITS poison_demo run_suite",
+        "._report": "aggregate run_metrics table to_builtins",
+    },
+    globals(),
+)

@@ -26,12 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from evolog.eventlog import Attempt, Event, EventLog, Lifecycle, Outcome, Tick
-from evolog.projections.energy._cache import events_after
-from evolog.projections.energy._config import LedgerConfig
-from evolog.projections.energy._follow import LedgerFollower
-from evolog.projections.energy._ledger import replay_ledger
-from evolog.projections.energy.rules._rules import LedgerRules
-from evolog.projections.energy.rules._state import ALIVE, CAUSES
+from evolog.projections import LedgerConfig, LedgerRules, replay_ledger
+from evolog.projections.energy import LedgerFollower, events_after
+from evolog.projections.energy.rules import ALIVE, CAUSES
 
 from ._env import Environment
 from ._errors import SurvivalError

@@ -3,6 +3,7 @@ dream cycles (undoable), and what recall would give for a typed query, with its 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,26 @@ SHOWN, PLOTTED = 60, 6
 
 def fold_as_of(log: EventLog, as_of: int) -> ItemFold:
     """The item fold of the log's first ``as_of`` events (a rebuild: past states have no
-    checkpoint)."""
+    checkpoint). A past state never changes (the log only grows, and a later retraction is
+    past ``as_of``), so the last few are kept."""
+    key = (log.paths.root, as_of)
+    with _PAST_LOCK:
+        fold = _PAST.get(key)
+    if fold is None:
+        fold = _fold(log, as_of)
+        with _PAST_LOCK:
+            _PAST[key] = fold
+            while len(_PAST) > _PAST_KEPT:
+                _PAST.pop(next(iter(_PAST)))
+    return fold
+
+
+_PAST: dict[tuple[str, int], ItemFold] = {}
+_PAST_LOCK = threading.Lock()
+_PAST_KEPT = 4
+
+
+def _fold(log: EventLog, as_of: int) -> ItemFold:
     from evolog.projections import load_memgraph
     from evolog.projections.memory import FOLD_KINDS, ItemFold
 

@@ -42,12 +42,18 @@ def attempts(con: duckdb.DuckDBPyConnection, f: Filters) -> list[dict[str, Any]]
     return _rows(con, sql, [*params, f.limit])
 
 
-def _by_action(con: duckdb.DuckDBPyConnection, view: str, cols: str, ids: list[str]) -> Any:
+def _by_action(
+    con: duckdb.DuckDBPyConnection, view: str, cols: str, ids: list[str], since: int
+) -> Any:
     out: dict[str, list[dict[str, Any]]] = {}
     if not ids:
         return out
-    sql = f"SELECT action_id, {cols} FROM {view} WHERE list_contains(?, action_id) ORDER BY seq"
-    for row in _rows(con, sql, [ids]):
+    # An attempt's events follow it: the seq bound lets the scan skip older segments.
+    sql = (
+        f"SELECT action_id, {cols} FROM {view} WHERE seq >= ? AND list_contains(?, action_id) "
+        "ORDER BY seq"
+    )
+    for row in _rows(con, sql, [since, ids]):
         out.setdefault(row["action_id"], []).append(row)
     return out
 
@@ -74,15 +80,20 @@ def timeline(con: duckdb.DuckDBPyConnection, f: Filters, credit: Any) -> str:
     """The view's HTML. ``credit(ids)`` gives {entry: [(seq, what, amount, energy)]}."""
     rows = attempts(con, f)
     ids = [r["action_id"] for r in rows]
+    since = min((r["seq"] for r in rows), default=0)
     steps = _by_action(
-        con, "steps", "seq, epoch_us(ts) AS ts, index, action, tool, ok, error, duration_ms", ids
+        con,
+        "steps",
+        "seq, epoch_us(ts) AS ts, index, action, tool, ok, error, duration_ms",
+        ids,
+        since,
     )
     # scores are stored as JSON (any float, NaN included): read back as numbers
     recalls = _by_action(
-        con, "recalls", "seq, items, CAST(scores AS DOUBLE[]) AS scores, chars, budget", ids
+        con, "recalls", "seq, items, CAST(scores AS DOUBLE[]) AS scores, chars, budget", ids, since
     )
     outcomes = _by_action(
-        con, "outcomes", "seq, status, score, delta, note, supported_by, decided_by", ids
+        con, "outcomes", "seq, status, score, delta, note, supported_by, decided_by", ids, since
     )
     recalled = {i for rs in recalls.values() for r in rs for i in r["items"] or ()}
     texts = _item_texts(con, recalled)

@@ -8,4 +8,36 @@ a background dream after ``Stop``/``SessionEnd``. The command hook stays the fal
 Internal: nothing here is imported by ``import evolog`` or by the command hook's usual path.
 """
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._cli import add_worker_commands, status_of
+    from ._files import read_record, read_token, running, stale
+    from ._settings import print_http_settings, start_worker
+
+
+__all__ = [
+    "add_worker_commands",
+    "print_http_settings",
+    "read_record",
+    "read_token",
+    "running",
+    "stale",
+    "start_worker",
+    "status_of",
+]
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._cli": "add_worker_commands status_of",
+        "._settings": "print_http_settings start_worker",
+        "._files": "read_record read_token running stale",
+    },
+    globals(),
+)

@@ -33,11 +33,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from starlette.responses import Response
 
-from evolog.projections.graph._embed import prefer_strong
-from evolog.server import ServerConfig, Tokens, create_app
-from evolog.server._body import read_body
-from evolog.server._errors import Problem
-from evolog.server._http import AppState, endpoint
+from evolog.projections.graph import prefer_strong
+from evolog.server import AppState, Problem, ServerConfig, Tokens, create_app, endpoint, read_body
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -82,9 +79,7 @@ class Worker:
     def record(self, payload: dict[str, Any], raw: bytes, due: float | None = None) -> bytes:
         """Record on the hook thread; the answer, or b"" (a failure is dead-lettered). Recall
         gives up at ``due`` (``time.monotonic()``), when the answer is owed."""
-        from evolog.hook._content import content_policy
-        from evolog.hook._hooks import _dead_letter, answer_claude_code
-        from evolog.hook._recall import answer_by
+        from evolog.hook import answer_by, answer_claude_code, content_policy, dead_letter
 
         try:
             policy, _ = content_policy()
@@ -92,7 +87,7 @@ class Worker:
                 answer = answer_claude_code(payload, self.store, policy)
         except Exception as exc:
             with contextlib.suppress(Exception):
-                _dead_letter(self.store, raw, exc)
+                dead_letter(self.store, raw, exc)
             answer = b""
         if payload.get("hook_event_name") == "SessionStart":
             self._retire_if_upgraded()
@@ -135,8 +130,8 @@ class Worker:
         job.add_done_callback(lambda _: loop.call_soon_threadsafe(self._dream_done, state))
 
     def _dream(self, state: AppState) -> None:
-        from evolog.server._types import DreamRequest
-        from evolog.server.routes._dream import run_dream
+        from evolog.server import DreamRequest
+        from evolog.server.routes import run_dream
 
         started = time.monotonic()
         try:
@@ -178,7 +173,7 @@ def _hook_route(worker: Worker) -> Any:
     @endpoint("write", "hook")
     async def hook(request: Request, state: AppState) -> Response:
         """Record one Claude Code hook payload; answer what the command hook would print."""
-        from evolog.hook._hooks import MAX_PAYLOAD_BYTES  # the command hook's bound
+        from evolog.hook import MAX_PAYLOAD_BYTES  # the command hook's bound
 
         raw = await read_body(request, MAX_PAYLOAD_BYTES)
         try:

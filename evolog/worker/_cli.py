@@ -59,7 +59,7 @@ _DOCS = {
 
 
 def _doc(name: str) -> dict[str, Any]:
-    from evolog.cli._help import parser_doc
+    from evolog.cli import parser_doc
 
     return parser_doc(*_DOCS[name])
 
@@ -117,7 +117,7 @@ def _one_line_errors(func: Callable[[argparse.Namespace], int]) -> Callable[[Any
 def _root(args: argparse.Namespace, create: bool = True) -> str:
     """The store's directory; created for start and run only (status and stop of a store
     that does not exist find no worker and leave nothing behind)."""
-    from evolog.cli._common import store_path
+    from evolog.cli import store_path
 
     if not create:
         return os.path.abspath(store_path(args))
@@ -172,7 +172,7 @@ def status_of(root: str) -> dict[str, Any]:
 
 
 def _print(doc: dict[str, Any]) -> None:
-    from evolog.cli._common import print_json
+    from evolog.cli import print_json
 
     print_json(doc)
 
@@ -249,7 +249,7 @@ def run_worker(root: str, port: int, dream_after: float, evolve: str | None = No
     """Serve the worker until SIGINT/SIGTERM; ``worker.json`` names it while it listens."""
     import uvicorn
 
-    from evolog.server._run import GRACE_S
+    from evolog.server import GRACE_S
 
     from ._app import worker_app
     from ._files import current, read_token, remove_record, write_record

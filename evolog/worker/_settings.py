@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evolog.hook._recall import _TOOL_EVENTS, HOOK_EVENTS
+from evolog.hook import HOOK_EVENTS, TOOL_EVENTS
 
 __all__ = [
     "CURL_TIMEOUT_S",
@@ -59,7 +59,7 @@ def http_settings(
             hooks[name] = [{"hooks": [start]}]
             continue
         entry: dict[str, Any] = {"hooks": [hook]}
-        hooks[name] = [{"matcher": "*", **entry} if name in _TOOL_EVENTS else entry]
+        hooks[name] = [{"matcher": "*", **entry} if name in TOOL_EVENTS else entry]
     return {"hooks": hooks}
 
 
@@ -128,7 +128,7 @@ def _say(exc: Exception) -> None:
 
 def print_http_settings(store: str) -> int:
     """``evolog hook claude-code --print-settings --http``: the block, and the MCP command."""
-    from evolog.doctor._paths import evolog_command
+    from evolog.doctor import evolog_command
     from evolog.eventlog import init_store
 
     from ._files import read_token, worker_port

@@ -23,8 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from evolog.eventlog import AnyEvent, Attempt, Retraction, Snapshot
-from evolog.eventlog._checked import read_checked, write_checked
+from evolog.eventlog import AnyEvent, Attempt, Retraction, Snapshot, read_checked, write_checked
 
 from ._config import LEDGER_KINDS, LedgerConfig, config_from
 from ._cpfile import CAUSES, FORMAT, Checkpoint, Mark
@@ -211,8 +210,7 @@ def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
     for info in snap.segments:
         if info.last_seq > seq:
             import pyarrow.compute as pc  # only when a segment must be read
-            from evolog.eventlog.sealed._arrow import table_to_events
-            from evolog.eventlog.sealed._segments import conform, read_part
+            from evolog.eventlog.sealed import conform, read_part, table_to_events
 
             table = read_part(snap.paths.segments, info)
             table = table.filter(pc.greater(table["seq"], seq))
@@ -232,7 +230,7 @@ def mark_at(snap: Snapshot, seq: int, known: Mark | None) -> Mark:
             if known is not None and known.seq == seq and known.file == info.file:
                 return known  # segments are immutable and their names unique
             import pyarrow.compute as pc
-            from evolog.eventlog.sealed._segments import read_part
+            from evolog.eventlog.sealed import read_part
 
             table = read_part(snap.paths.segments, info, ["seq", "id"])
             table = table.filter(pc.equal(table["seq"], seq))

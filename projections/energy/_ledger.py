@@ -12,7 +12,7 @@ from collections.abc import Collection
 from typing import Any
 
 import numpy as np
-from evolog.eventlog.sealed._replay import Filter, arrow_batches
+from evolog.eventlog.sealed import Filter, arrow_batches
 
 from .._errors import InvalidParameterError
 from ._config import LedgerConfig, config_from

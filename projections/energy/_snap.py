@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from evolog.eventlog import EventLog, Snapshot, StoreNotFoundError
-from evolog.eventlog._store import Paths
+from evolog.eventlog import EventLog, Paths, Snapshot, StoreNotFoundError
 
 from .._errors import InvalidParameterError
 

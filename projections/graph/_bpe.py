@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Final
 
 import msgspec
-from evolog.eventlog._checked import note_damage
+from evolog.eventlog import note_damage
 
 __all__ = ["Bpe", "Table"]
 

@@ -31,8 +31,16 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Final, NamedTuple
 
 import msgspec
-from evolog.eventlog import AnyEvent, Attempt, EventLog, Outcome, Retraction, Snapshot
-from evolog.eventlog._checked import note_damage, sealed
+from evolog.eventlog import (
+    AnyEvent,
+    Attempt,
+    EventLog,
+    Outcome,
+    Retraction,
+    Snapshot,
+    note_damage,
+    with_header,
+)
 from msgspec.structs import replace
 
 from ._checkpoint import (
@@ -319,7 +327,8 @@ class GraphCache:
                 write_atomic(self.dir, f"index-{gen}.msgpack", [index_bytes])
                 write_atomic(self.dir, f"state-{gen}.msgpack", [state_bytes])
                 write_counted(self.dir, gen, counted)
-                write_atomic(self.dir, "head.msgpack", [sealed(msgspec.msgpack.encode(head))])
+                head_bytes = with_header(msgspec.msgpack.encode(head))
+                write_atomic(self.dir, "head.msgpack", [head_bytes])
                 self._sweep(
                     keep={gen, head.previous, "" if old is None else old[0].state_generation}
                 )
@@ -343,7 +352,7 @@ class GraphCache:
         with contextlib.suppress(OSError), locked(os.path.join(self.dir, "write.lock")):
             write_atomic(self.dir, f"state-{head.state_generation}.msgpack", [state_bytes])
             write_counted(self.dir, head.state_generation, counted)
-            write_atomic(self.dir, "head.msgpack", [sealed(msgspec.msgpack.encode(head))])
+            write_atomic(self.dir, "head.msgpack", [with_header(msgspec.msgpack.encode(head))])
             keep = {head.generation, head.previous, head.state_generation, old.state_generation}
             self._sweep(keep=keep)
         return head

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from typing import Any, Final, Generic, TypeVar
 
 import msgspec
-from evolog.eventlog._checked import checked_body, sealed
+from evolog.eventlog import checked_body, with_header
 
 from ._delta import SeqMark
 from ._memgraph import _STATE, MemGraph
@@ -341,7 +341,7 @@ def counted_body(
 
 def write_counted(directory: str, generation: str, body: bytes) -> None:
     """Write the counted file of a state generation."""
-    write_atomic(directory, f"counted-{generation}.bin", [sealed(body)])
+    write_atomic(directory, f"counted-{generation}.bin", [with_header(body)])
 
 
 def write_atomic(directory: str, name: str, chunks: Iterable[bytes | memoryview]) -> None:

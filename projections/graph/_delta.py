@@ -38,8 +38,8 @@ from evolog.eventlog import (
     Outcome,
     Prune,
     Snapshot,
+    kind_of,
 )
-from evolog.eventlog.schema._codec import kind_of
 
 from ._memgraph import MemGraph
 
@@ -187,7 +187,7 @@ def mark_at(snap: Snapshot, seq: int, known: SeqMark | None) -> SeqMark:
             if known is not None and known.seq == seq and known.file == info.file:
                 return known
             import pyarrow.compute as pc
-            from evolog.eventlog.sealed._segments import read_part
+            from evolog.eventlog.sealed import read_part
 
             table = read_part(snap.paths.segments, info, ["seq", "id"])
             table = table.filter(pc.equal(table["seq"], seq))
@@ -207,8 +207,7 @@ def events_after(snap: Snapshot, seq: int, kinds: Collection[str]) -> list[AnyEv
             continue
         import pyarrow as pa
         import pyarrow.compute as pc
-        from evolog.eventlog.sealed._arrow import table_to_events
-        from evolog.eventlog.sealed._segments import conform, read_part
+        from evolog.eventlog.sealed import conform, read_part, table_to_events
 
         table = read_part(snap.paths.segments, info)
         wanted = pc.and_(

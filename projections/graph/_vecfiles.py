@@ -31,14 +31,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
-from evolog.eventlog._checked import (
-    HEADER_SIZE,
-    checked_body,
-    file_crc,
-    header,
-    note_damage,
-    write_checked,
-)
+from evolog.eventlog import HEADER_SIZE, checked_body, file_crc, header, note_damage, write_checked
 
 from .._errors import EngineError
 from ._lean import kernels

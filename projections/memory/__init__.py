@@ -1,7 +1,11 @@
 """Memory items: notes, strategies and genes as one recallable model, folded from events."""
 
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
+
 from ._config import CONFIG_FILE, MemoryConfig, config_from, load_config
-from ._fold import FOLD_KINDS, FoldState, ItemFold
+from ._fold import FOLD_KINDS, FoldState, ItemFold, peek
 from ._index import ItemIndex
 from ._items import (
     BACKBONE,
@@ -13,6 +17,13 @@ from ._items import (
     STRATEGY_BRANCH,
     MemoryItem,
 )
+
+if TYPE_CHECKING:
+    from ._plan import archive_notes, compression_note, write_note
+    from ._steps import matched_steps, names_own_step, same_steps, step_words
+    from ._text import idf, term_freqs
+    from ._untrusted import error_signature, quoted, safe_text
+
 
 __all__ = [
     "BACKBONE",
@@ -29,6 +40,33 @@ __all__ = [
     "ItemIndex",
     "MemoryConfig",
     "MemoryItem",
+    "archive_notes",
+    "compression_note",
     "config_from",
+    "error_signature",
+    "idf",
     "load_config",
+    "matched_steps",
+    "names_own_step",
+    "peek",
+    "quoted",
+    "safe_text",
+    "same_steps",
+    "step_words",
+    "term_freqs",
+    "write_note",
 ]
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._plan": "archive_notes compression_note write_note",
+        "._untrusted": "error_signature quoted safe_text",
+        "._text": "idf term_freqs",
+        "._steps": "matched_steps names_own_step same_steps step_words",
+    },
+    globals(),
+)

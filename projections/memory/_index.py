@@ -157,7 +157,7 @@ class ItemIndex:
         kinds = sorted({*FOLD_KINDS, *DEATH_KINDS})
         source: Iterable[AnyEvent]
         if snap.segments:
-            from evolog.eventlog.sealed._replay import Filter, events
+            from evolog.eventlog.sealed import Filter, events
 
             found = events(snap, Filter(head, None, ["retraction"]))
             retractions = [e for e in found if isinstance(e, Retraction)]
@@ -314,7 +314,7 @@ def _id_at(snap: Snapshot, seq: int) -> tuple[str, str]:
         found = snap.tail_events(seq - 1)
         return (found[0].id if found else ""), ""
     import pyarrow.compute as pc
-    from evolog.eventlog.sealed._segments import read_part
+    from evolog.eventlog.sealed import read_part
 
     for info in snap.segments:
         if info.first_seq <= seq <= info.last_seq:
@@ -328,12 +328,12 @@ def events_after(snap: Snapshot, seq: int) -> list[AnyEvent]:
     """The snapshot's events with a seq above ``seq``, in order (pyarrow only for segments)."""
     out: list[AnyEvent] = []
     if seq < snap.manifest.sealed_seq:
-        from evolog.eventlog.sealed._replay import Filter, _segment_events
+        from evolog.eventlog.sealed import Filter, segment_events
 
         flt = Filter()
         for info in snap.segments:
             if info.last_seq > seq:
-                out.extend(e for e in _segment_events(snap, info, flt) if e.seq > seq)
+                out.extend(e for e in segment_events(snap, info, flt) if e.seq > seq)
     out.extend(snap.tail_events(seq))
     return out
 

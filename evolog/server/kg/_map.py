@@ -19,14 +19,8 @@ from typing import Any
 
 import msgspec
 
-from evolog.advice.evolver._export import canonical_evolver
-from evolog.advice.evolver._import import (
-    EVENT_TYPE,
-    diff_patch,
-    evolver_to_event,
-    patch_supported,
-    supported_kind,
-)
+from evolog.advice import canonical_evolver, evolver_to_event, patch_supported
+from evolog.advice.evolver import EVENT_TYPE, diff_patch, supported_kind
 from evolog.eventlog import Attempt, Event, Hypothesis
 
 #: Ids a client gives are kept up to this length (the log takes 256 characters).

@@ -28,7 +28,7 @@ def run_dream(
 ) -> dict[str, Any]:
     """Dream with the heuristic dreamer through the server's writer (only the traces
     ``select`` accepts, when given)."""
-    from evolog.dream._cycle import DreamConfig, dream
+    from evolog.dream import DreamConfig, dream
 
     config = DreamConfig(
         batch_size=req.batch_size, max_traces=req.max_traces, compaction=req.compact,

@@ -21,7 +21,7 @@ BODY_LIMIT = 1 << 20
 
 
 def remember_json(state: AppState, req: RememberRequest) -> dict[str, Any]:
-    from evolog._remember import remember
+    from evolog import remember
 
     done = state.store.with_items(
         lambda log, items: remember(log, items, req.branch, req.text, req.tags)
@@ -31,7 +31,7 @@ def remember_json(state: AppState, req: RememberRequest) -> dict[str, Any]:
 
 
 def recall_json(state: AppState, req: RecallRequest) -> dict[str, Any]:
-    from evolog._recall import recall
+    from evolog import recall
 
     def run(log: Any, items: Any) -> Any:
         return recall(
@@ -45,7 +45,7 @@ def recall_json(state: AppState, req: RecallRequest) -> dict[str, Any]:
 
 
 def feedback_json(state: AppState, req: FeedbackRequest) -> dict[str, Any]:
-    from evolog._remember import feedback
+    from evolog import feedback
 
     seq = state.store.with_items(
         lambda log, items: feedback(

@@ -45,7 +45,7 @@ def _time(value: int | str | None, name: str) -> int | None:
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:
-    from evolog.projections._timefmt import py_rows
+    from evolog.projections import py_rows
 
     return py_rows(table)
 
@@ -104,7 +104,7 @@ def sql_pool(state: AppState) -> Any:
     """The state's query processes, started on first use if the app has not yet."""
     with _POOL_LOCK:
         if state.sql_pool is None:
-            from evolog.projections._sqlproc import SqlPool
+            from evolog.projections import SqlPool
 
             bounds = state.config.sql
             state.sql_pool = SqlPool(bounds.concurrency, bounds.memory_mb, bounds.max_bytes)

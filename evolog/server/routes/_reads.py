@@ -56,12 +56,12 @@ def _after(snap: Snapshot, after: int, kinds: frozenset[str] | None) -> Iterator
     """Sealed segments that end past ``after`` (a follower near the head reads none), then
     the WAL tail from ``after`` on."""
     from evolog.eventlog import kind_of
-    from evolog.eventlog.sealed._replay import Filter, _segment_events
+    from evolog.eventlog.sealed import Filter, segment_events
 
     flt = Filter(None, None, kinds)
     for info in snap.segments:
         if info.last_seq > after:
-            yield from (e for e in _segment_events(snap, info, flt) if e.seq > after)
+            yield from (e for e in segment_events(snap, info, flt) if e.seq > after)
     for e in snap.tail_events(after):
         if kinds is None or kind_of(e) in kinds:
             yield e

@@ -28,8 +28,7 @@ def search_events(
     """Events whose JSON contains ``text`` (case-insensitive), newest first, null fields
     left out. Runs on a sealed-off connection: no file but the snapshot is reachable."""
     from evolog.eventlog import KINDS
-    from evolog.projections import Projections
-    from evolog.projections._timefmt import py_rows
+    from evolog.projections import Projections, py_rows
 
     unknown = sorted(set(kinds or ()) - set(KINDS))
     if unknown:

@@ -2,7 +2,33 @@
 damage at settlement, upkeep and expiry at ticks, consolidation of similar entries, and
 the column state they update.
 
-Internal: import the public names from :mod:`evolog.projections`.
+Users import the public names from :mod:`evolog.projections`; ``__all__`` here is what
+other parts of evolog use (tests/test_architecture.py keeps them off the private modules).
 """
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING
+
+from evolog._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._host import Similarity
+    from ._state import ALIVE, CAUSES
+
+
+__all__ = [
+    "ALIVE",
+    "CAUSES",
+    "Similarity",
+]
+
+
+# Names other parts of evolog use load on first use: importing this package costs no
+# more than it did before they were exported.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "._state": "ALIVE CAUSES",
+        "._host": "Similarity",
+    },
+    globals(),
+)
