@@ -78,15 +78,17 @@ def _port() -> int:
         return port
 
 
-def _page(url: str, page: str, half: int) -> tuple[float, int]:
+def _page(url: str, page: str, half: int) -> tuple[float, float, int]:
+    """Server wall and CPU time of one page (s), and its size."""
     view, _, at = page.partition("@")
     query = f"?as_of={half}" if at else ""
     r = httpx.get(f"{url}/ui/view/{view}{query}", timeout=600)
     assert r.status_code == 200, r.text
-    return float(r.headers["server-timing"].split("dur=")[1]) / 1000, len(r.content)
+    timing = dict(part.strip().split(";dur=") for part in r.headers["server-timing"].split(","))
+    return float(timing["render"]) / 1000, float(timing["cpu"]) / 1000, len(r.content)
 
 
-def measure(store: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
+def measure(store: Path, repeat: int) -> dict[str, tuple[float, ...]]:
     shutil.rmtree(store / "cache", ignore_errors=True)
     port = _port()
     url = f"http://127.0.0.1:{port}"
@@ -106,9 +108,10 @@ def measure(store: Path, repeat: int) -> dict[str, tuple[float, float, int]]:
         head = int(httpx.get(url + "/healthz").json()["head_seq"])
         out = {}
         for page in PAGES:
-            first, size = _page(url, page, head // 2)
-            warm = [_page(url, page, head // 2)[0] for _ in range(repeat)]
-            out[page] = (first, statistics.median(warm), size)
+            first, first_cpu, size = _page(url, page, head // 2)
+            warm = [_page(url, page, head // 2) for _ in range(repeat)]
+            out[page] = (first, first_cpu, statistics.median(w[0] for w in warm),
+                         statistics.median(w[1] for w in warm), size)  # fmt: skip
         return out
     finally:
         proc.terminate()
@@ -124,16 +127,18 @@ def main() -> None:
     args = ap.parse_args()
     base = Path(args.dir or tempfile.mkdtemp(prefix="bench-ui-"))
     print(f"cpus {os.cpu_count()}, load {os.getloadavg()[0]:.1f}; server time per page (s)")
-    print(f"{'events':>9} {'page':<14} {'first':>7} {'warm':>7} {'KiB':>6}")
+    print("first: the page on a cold cache/; warm: the median of --repeat more; cpu: the")
+    print("server process's CPU time meanwhile (DuckDB's threads included)")
+    print(f"{'events':>9} {'page':<14} {'first':>7} {'cpu':>7} {'warm':>7} {'cpu':>7} {'KiB':>6}")
     try:
         for n in (int(e) for e in args.events):
             store = base / f"store-{n}"
             if not store.exists():
                 took = build(store, n, args.notes)
                 print(f"built {n} events in {took:.1f} s", flush=True)
-            for page, (first, warm, size) in measure(store, args.repeat).items():
-                print(f"{n:>9} {page:<14} {first:7.3f} {warm:7.3f} {size / 1024:6.0f}",
-                      flush=True)  # fmt: skip
+            for page, (first, fcpu, warm, wcpu, size) in measure(store, args.repeat).items():
+                print(f"{n:>9} {page:<14} {first:7.3f} {fcpu:7.3f} {warm:7.3f} {wcpu:7.3f} "
+                      f"{size / 1024:6.0f}", flush=True)  # fmt: skip
     finally:
         if not args.dir:
             shutil.rmtree(base, ignore_errors=True)

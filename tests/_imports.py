@@ -43,6 +43,46 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
+def _resolve(level: int, module: str | None, package: str) -> str:
+    if not level:
+        return module or ""
+    base = package.split(".")
+    base = base[: len(base) - level + 1]
+    return ".".join([*base, module] if module else base)
+
+
+def _providers(package: str, path: Path) -> dict[str, str]:
+    """Name -> the module a package's ``__init__`` takes it from (its lazy exports are
+    listed in its ``if TYPE_CHECKING`` block, its eager ones imported outright)."""
+    found: dict[str, str] = {}
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            source = _resolve(node.level, node.module, package)
+            found.update((a.asname or a.name, source) for a in node.names)
+    return found
+
+
+_PROVIDERS: dict[str, dict[str, str]] = {}
+_FILES: dict[str, Path] = {}
+
+
+def _provider(target: str, name: str, modules: set[str], depth: int = 0) -> str:
+    """The module that defines what ``from target import name`` takes: a package's public
+    name stands for the module that provides it, so importing one name of a package does
+    not count as importing every module behind the package's other names."""
+    if not _FILES:
+        _FILES.update(library_files())
+    path = _FILES.get(target)
+    if depth > 8 or path is None or path.name != "__init__.py":
+        return target
+    if target not in _PROVIDERS:
+        _PROVIDERS[target] = _providers(target, path)
+    source = _PROVIDERS[target].get(name)
+    if source is None or source not in modules or source == target:
+        return target
+    return _provider(source, name, modules, depth + 1)
+
+
 def imports_of(
     name: str, path: Path, modules: set[str], *, type_checking: bool = False
 ) -> set[str]:
@@ -58,18 +98,13 @@ def imports_of(
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name in modules)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
+            target = _resolve(node.level, node.module, package)
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 if sub in modules:
                     found.add(sub)
                 elif target in modules:
-                    found.add(target)
+                    found.add(_provider(target, alias.name, modules))
     found.discard(name)
     return found
 

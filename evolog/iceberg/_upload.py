@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from evolog.eventlog.sealed._manifest import SegmentInfo, content_hash
+from evolog.eventlog.sealed import SegmentInfo, content_hash
 
 from ._catalog import backend_errors
 from ._errors import CatalogError
