@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -109,11 +110,14 @@ def test_hook_gives_up_on_a_held_write_lock_within_about_two_seconds(
 
 def test_hook_lock_timeout_is_configurable(made: Path, holder: subprocess.Popen[str]) -> None:
     env = {**os.environ, "EVOLOG_HOOK_LOCK_TIMEOUT": "0.2"}
-    start = time.monotonic()
     result = _evolog(made, "hook", "claude-code", input=json.dumps(PROMPT), env=env)
     assert result.returncode == 0
-    assert time.monotonic() - start < 1.9
-    assert len(_dead_letters(made)) == 1
+    (letter,) = _dead_letters(made)
+    # The bound the lock wait used, as its error states it: the wall time of the whole hook
+    # process (interpreter start-up included) says little on a loaded machine.
+    waited = re.search(r"expected the lock within (\d+\.\d) s", str(letter["error"]))
+    assert waited is not None, letter
+    assert float(waited[1]) <= 0.2, letter
 
 
 def test_hook_gives_up_on_a_stopped_batch_writer(made: Path) -> None:
