@@ -167,3 +167,16 @@ def test_mcp_from_the_installed_wheel(installed: dict[str, Any]) -> None:
     assert {"recall", "remember", "record_outcome"} <= tools
     assert not kept.is_error and not found.is_error
     assert "blue-green" in found.content[0].text  # type: ignore[union-attr]
+
+
+def test_the_viewer_ships_its_script_and_style(installed: dict[str, Any]) -> None:
+    with zipfile.ZipFile(installed["wheel"]) as z:
+        names = set(z.namelist())
+    assert {"evolog/ui/static/ui.js", "evolog/ui/static/ui.css"} <= names
+    code = (
+        "from evolog.ui._page import shell, static_file\n"
+        "print(len(static_file('ui.js')) > 1000, len(static_file('ui.css')) > 100,"
+        " '/ui/static/ui.js' in shell())\n"
+    )
+    out = _run([str(installed["python"]), "-c", code], installed["cwd"], installed["env"])
+    assert out.split() == ["True", "True", "True"]
