@@ -17,6 +17,13 @@ Every figure is given as wall time and as CPU time (user + system, every thread;
 child for the cold commands), with the ratios of both: on a loaded machine the CPU ratio
 is the steadier one.
 
+3. Fleet (``--fleet``, instead of 1 and 2): 3 stores of ``--query-events`` each published
+   to a table in S3 (moto's server) with its catalog in PostgreSQL (a cluster of its own),
+   both on loopback, as tests/test_iceberg_fleet.py runs them: each publish (segments
+   uploaded, then one commit) against the same publish into a local warehouse, and the
+   GROUP BY read back from S3 (in process, and as a cold `evolog sql --iceberg`) against
+   the local table. Loopback S3 has no network latency: the figures are the client's cost.
+
 Stores are written the fast way of bench_projections (synthetic Arrow tables sealed by the
 log's own segment writer).
 """
@@ -148,14 +155,78 @@ def bench_query(base: Path, events: int, runs: int) -> dict[str, dict[str, float
     }
 
 
+def bench_fleet(base: Path, events: int, runs: int) -> dict[str, object]:
+    """Publish and query a 3-store table in S3 + PostgreSQL against a local one."""
+    import os
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from _iceberg_servers import postgres, s3_server
+
+    from evolog.iceberg import iceberg_sql, publish
+
+    stores = [base / f"f{i}" for i in range(3)]
+    for i, store in enumerate(stores):
+        make_store(store, events, seed=21 + i)
+    with s3_server() as s3, postgres() as pg:
+        env = s3.env()
+        os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
+        bucket = s3.new_bucket()
+        catalog, warehouse = pg.new_database(), f"s3://{bucket}/fleet"
+        local = base / "wh-fleet-local"
+        publish(stores[0], str(base / "wh-warmup"), store_id="warm")  # imports, not timed
+        remote_s, local_s, uploaded = [], [], 0
+        for i, store in enumerate(stores):
+            start = time.perf_counter()
+            result = publish(store, catalog, store_id=f"store-{i}", warehouse=warehouse)
+            remote_s.append(time.perf_counter() - start)
+            uploaded += result.uploaded_files
+            start = time.perf_counter()
+            publish(store, str(local), store_id=f"store-{i}")
+            local_s.append(time.perf_counter() - start)
+        again = time.perf_counter()
+        assert publish(stores[0], catalog, store_id="store-0", warehouse=warehouse).added_files == 0
+        again = time.perf_counter() - again
+        s3_target, local_target = f"{catalog}:evolog.events", f"{local}:evolog.events"
+        same = ["kind", "n"]  # (the float average may differ in its last bits by read order)
+        assert iceberg_sql(s3_target, QUERY).select(same) == iceberg_sql(
+            local_target, QUERY
+        ).select(same)
+
+        def timed(target: str) -> float:
+            start = time.perf_counter()
+            iceberg_sql(target, QUERY)
+            return time.perf_counter() - start
+
+        read_s3 = statistics.median(timed(s3_target) for _ in range(runs))
+        read_local = statistics.median(timed(local_target) for _ in range(runs))
+        cold = ["sql", "--iceberg", s3_target, QUERY, "--format", "csv"]
+        cold_s3 = statistics.median(_cold(cold)[0] for _ in range(runs))
+    return {
+        "publish_s3_pg_s": [round(x, 3) for x in remote_s],
+        "publish_local_s": [round(x, 3) for x in local_s],
+        "publish_total_s3_pg_s": round(sum(remote_s), 3),
+        "publish_total_local_s": round(sum(local_s), 3),
+        "segments_uploaded": uploaded,
+        "republish_nothing_new_s": round(again, 3),
+        "read_s3_in_process_s": round(read_s3, 3),
+        "read_local_in_process_s": round(read_local, 3),
+        "read_s3_cold_command_s": round(cold_s3, 3),
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--events", type=int, default=200_000, help="events of the published store")
     p.add_argument("--query-events", type=int, default=100_000, help="events per query store")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--fleet", action="store_true", help="only the S3 + PostgreSQL fleet (3.)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-iceberg-") as tmp:
         base = Path(tmp)
+        if args.fleet:
+            fleet = bench_fleet(base, args.query_events, args.runs)
+            print(f"fleet of 3 x {args.query_events:,} events, S3 + PostgreSQL: {fleet}")
+            return
         pub = bench_publish(base, args.events, args.runs)
         print(f"publish {args.events:,} events: {pub}")
         query = bench_query(base, args.query_events, args.runs)

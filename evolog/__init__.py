@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     )
 
     from ._demo import run_demo
+    from ._fetch import UnknownItemError, fetch
     from ._memory import Memory
     from ._recall import digest, recall, routed_strategy, session_items, shown_json, shown_route
     from ._remember import feedback, remember
@@ -106,8 +107,10 @@ __all__ = [
     "StoreExistsError",
     "StoreNotFoundError",
     "Tick",
+    "UnknownItemError",
     "digest",
     "feedback",
+    "fetch",
     "recall",
     "remember",
     "routed_strategy",
@@ -131,6 +134,7 @@ __getattr__, __dir__ = lazy_exports(
         "._recall": "digest recall routed_strategy session_items shown_json shown_route",
         "._remember": "feedback remember",
         "._demo": "run_demo",
+        "._fetch": "UnknownItemError fetch",
     },
     globals(),
 )

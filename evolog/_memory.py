@@ -261,6 +261,14 @@ class Memory:
         )
         return msgspec.structs.replace(result, advice=advice) if advice is not None else result
 
+    def fetch(self, ids: Sequence[str], **kwargs: Any) -> dict[str, Any]:
+        """The details of the items ``ids`` name (the ids a recall block shows, or full
+        ones); appends one ``fetched`` event unless ``record=False``, which credits them as
+        used when the outcome of ``action_id`` arrives (see :func:`evolog._fetch.fetch`)."""
+        from ._fetch import fetch
+
+        return fetch(self.log, self._items(), ids, **kwargs)
+
     def feedback(self, item: str, verdict: str, note: str | None = None, **kwargs: Any) -> int:
         """Record ``helpful``, ``harmful`` or ``neutral`` for an item; return the seq."""
         from ._remember import feedback

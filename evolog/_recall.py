@@ -108,11 +108,13 @@ def recall(
     signals: Sequence[str] = (),
     config: MemoryConfig | None = None,
     envelope: dict[str, Any] | None = None,
+    url: str = "",
 ) -> RecallResult:
     """Rank, cut to ``top_n`` and the budget, and (if ``record``) append a ``recall`` event.
 
     With ``signals``, gene items tried for those signals compete with the others on score
-    (see :func:`advice.recall.rank_genes`)."""
+    (see :func:`advice.recall.rank_genes`). ``url``: the worker or server serving the
+    caller, which the block names as a place to fetch details from."""
     from evolog.advice.recall import distinct, rank, rank_genes, render
 
     if not isinstance(query, str):
@@ -173,7 +175,8 @@ def recall(
     # Every read of the fold happens in ranked(): a damaged checkpoint found there is
     # dropped and the ranking redone from the log, before anything is appended.
     chosen, items, null, considered = index.guarded(ranked)
-    text, kept = render(items, budget, advice_lines)
+    counts = [c.evidence for c in chosen]
+    text, kept = render(items, budget, advice_lines, counts=counts, url=url)
     chosen = chosen[:kept]
     out = [
         RecalledItem(

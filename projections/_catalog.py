@@ -25,6 +25,7 @@ VIEW_NAMES = {
     "confidence_gene_outcome": "confidence_gene_outcomes",
     "external_candidate": "external_candidates",
     "feedback": "feedback",
+    "fetched": "fetches",
     "note": "notes",
     "dream_begin": "dream_begins",
     "dream_end": "dream_ends",

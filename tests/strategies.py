@@ -70,6 +70,7 @@ from evolog.eventlog import (
     DreamEnd,
     Event,
     Feedback,
+    Fetched,
     Hypothesis,
     Link,
     Mark,
@@ -974,3 +975,69 @@ def reworded_plans(draw: st.DrawFn, copies: int = 6) -> tuple[list[int], list[li
         order = draw(st.permutations(plan))
         out.append([draw(reworded_step(STEP_BASES[i])) for i in order])
     return plan, out
+
+
+@st.composite
+def block_items(draw: st.DrawFn, max_size: int = 12) -> list[Any]:
+    """Memory items to render as one block: notes and strategies with hostile texts, some
+    strategies holding the steps of an earlier one reworded and reordered (what stores
+    dreamed before consolidation hold), tries and ids of any length (short ones shown as
+    themselves, long ones as digests)."""
+    from evolog.projections.memory import MemoryItem
+
+    out: list[Any] = []
+    for n in range(draw(st.integers(0, max_size))):
+        kind = draw(st.sampled_from(["note", "strategy", "gene"]))
+        earlier = [i for i in out if i.steps]
+        if kind == "strategy" and earlier and draw(st.booleans()):
+            base = draw(st.sampled_from(earlier)).steps
+            steps = list(draw(st.permutations([s.upper() + "." for s in base])))
+        else:
+            steps = draw(st.lists(texts(min_size=1, max_size=40), max_size=5))
+        ident = draw(st.sampled_from([f"i{n}", f"01JZ{n:022d}", f"node-dream-{n:030d}"]))
+        out.append(
+            MemoryItem(
+                id=ident,
+                kind=kind,
+                branch=draw(texts(max_size=12)),
+                text=draw(st.one_of(texts(max_size=300), hostile_texts(6))),
+                tags=draw(st.lists(texts(max_size=8), max_size=2)),
+                steps=steps if kind == "strategy" else [],
+                constraints=draw(st.lists(texts(max_size=60), max_size=2)),
+                tries=draw(st.lists(st.integers(0, 9), min_size=2, max_size=2)),
+            )
+        )
+    return out
+
+
+@st.composite
+def fetch_streams(draw: st.DrawFn, max_size: int = 40) -> list[Event]:
+    """Events for the memory-item fold with seqs: notes, recalls of attempts, fetches of
+    some shown items (or of items never shown, or for no attempt), feedback and outcomes
+    (one or two per attempt) naming what was shown; what credit-follows-use reads."""
+    text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=6).map(" ".join)
+    out: list[Event] = []
+    written: list[str] = []
+    attempts = [f"a{k}" for k in range(4)]
+    for n in range(1, draw(st.integers(1, max_size)) + 1):
+        op = draw(st.sampled_from(["note"] * 3 + ["recall", "fetch", "fetch", "outcome",
+                                                  "feedback"]))  # fmt: skip
+        if op == "note" or not written:
+            out.append(Note(id=f"e{n}", seq=n, text=draw(text), branch="b"))
+            written.append(f"e{n}")
+            continue
+        action = draw(st.sampled_from(attempts))
+        items = draw(st.lists(st.sampled_from(written), min_size=1, max_size=3))
+        if op == "recall":
+            out.append(Recall(id=f"e{n}", seq=n, digest="d", items=items, action_id=action))
+        elif op == "fetch":
+            action = draw(st.sampled_from([action, ""]))
+            out.append(Fetched(id=f"e{n}", seq=n, items=items, asked=items, action_id=action))
+        elif op == "feedback":
+            out.append(Feedback(id=f"e{n}", seq=n, target=items[0], action_id=action,
+                                rating=draw(st.sampled_from([1.0, -1.0]))))  # fmt: skip
+        else:
+            status = draw(st.sampled_from(["success", "failed", "partial", "unknown"]))
+            out.append(Outcome(id=f"e{n}", seq=n, action_id=action, status=status,
+                               supported_by=items))  # fmt: skip
+    return out

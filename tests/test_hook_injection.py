@@ -85,6 +85,7 @@ def _assert_inert(block: str) -> None:
         # Every line is one the renderer wrote: an entry or one of its labelled parts.
         assert re.match(
             r"- (Strategy|Note|Gene) \[|  (Steps seen|Do not): |Avoid genes \(|Advice for signals "
+            r"|Details of an item you use: the MCP tool memory_get "
             r"|\(evolog: this task is attempt cc-[^;]+; to report how it ended, call "
             r"record_outcome with that action_id\)$",
             line,

@@ -48,7 +48,7 @@ def test_genes_are_recalled_with_their_evidence_when_the_signals_match(mem: Memo
     assert [g.id for g in genes] == ["gene_pin_dependency"]
     assert genes[0].branch == "genes" and (genes[0].helpful, genes[0].harmful) == (3, 1)
     assert "dependency_conflict" in genes[0].text and "3 succeeded, 1 failed" in genes[0].text
-    assert "- Gene [gene_pin_dependency]:" in res.text
+    assert "- Gene [gene_pin_dependency] (helped 3 of 4 uses):" in res.text
 
     # Without signals (the hook's prompts), or with unrelated ones, no gene is injected.
     assert not [

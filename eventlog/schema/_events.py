@@ -274,3 +274,21 @@ class Recall(Event, frozen=True, tag="recall"):
     chars: Int = 0
     budget: Int = 0
     encoder: str = ""
+
+
+class Fetched(Event, frozen=True, tag="fetched"):
+    """Memory items whose details an agent asked for by id, after a recall showed their
+    index lines: one event per fetch that returned something.
+
+    ``asked`` holds the ids as given (the block's short ids or full ones), ``items`` the
+    items they named (full ids, in the order asked), ``action_id`` the attempt the fetch
+    serves ("" when none is known), ``chars`` the size of the details returned and ``via``
+    the door it came through (``mcp``, ``http``). An outcome of that attempt credits the
+    fetched items as the ones used (see :mod:`projections.memory._use`).
+    """
+
+    asked: list[str] = []
+    items: list[str] = []
+    action_id: str = ""
+    chars: Int = 0
+    via: str = ""

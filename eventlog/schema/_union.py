@@ -24,6 +24,7 @@ from ._events import (
     Event,
     ExternalCandidate,
     Feedback,
+    Fetched,
     Hypothesis,
     Note,
     Outcome,
@@ -46,6 +47,7 @@ AnyEvent: TypeAlias = (
     | Feedback
     | Note
     | Recall
+    | Fetched
     | DreamBegin
     | DreamEnd
     | Constraint
@@ -72,6 +74,7 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     Feedback,
     Note,
     Recall,
+    Fetched,
     DreamBegin,
     DreamEnd,
     Constraint,

@@ -43,6 +43,7 @@ __all__ = [
     "join_report",
     "keep_pending",
     "observe",
+    "open_attempt",
     "outcome_id",
     "reset_evidence",
     "verdict",
@@ -139,26 +140,9 @@ def join_report(root: str, action_id: str, cwd: str, report: Report) -> str | No
 
     With ``action_id`` the attempt of that id; without one, the only open attempt whose
     session runs in ``cwd`` (two sessions there: ambiguous, nothing is joined)."""
-    from ._files import locked_state, state_dir
+    from ._files import locked_state
 
-    directory = state_dir(root)
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except OSError:
-        return None
-    here = os.path.realpath(cwd) if cwd else ""
-    matches: list[str] = []
-    for name in names:
-        path = os.path.join(directory, name)
-        try:
-            with open(path, "rb") as f:
-                st = msgspec.json.decode(f.read(), type=SessionState)
-        except (OSError, msgspec.MsgspecError):
-            continue
-        if not st.action_id:
-            continue
-        if st.action_id == action_id if action_id else _same_dir(st.cwd, here):
-            matches.append(path)
+    matches = [path for path, _ in _open_states(root, action_id, cwd)]
     if len(matches) != 1:
         return None
     with locked_state(matches[0], SessionState) as held:
@@ -169,6 +153,39 @@ def join_report(root: str, action_id: str, cwd: str, report: Report) -> str | No
             return None
         st.report = _bounded(report)
         return st.action_id
+
+
+def _open_states(root: str, action_id: str, cwd: str) -> list[tuple[str, str]]:
+    """(state file, action id) of the open hook attempts of ``action_id``, or without one,
+    of the sessions running in ``cwd``."""
+    from ._files import state_dir
+
+    directory = state_dir(root)
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+    except OSError:
+        return []
+    here = os.path.realpath(cwd) if cwd else ""
+    matches: list[tuple[str, str]] = []
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            with open(path, "rb") as f:
+                st = msgspec.json.decode(f.read(), type=SessionState)
+        except (OSError, msgspec.MsgspecError):
+            continue
+        if not st.action_id:
+            continue
+        if st.action_id == action_id if action_id else _same_dir(st.cwd, here):
+            matches.append((path, st.action_id))
+    return matches
+
+
+def open_attempt(root: str, cwd: str) -> str:
+    """The action id of the only open hook attempt whose session runs in ``cwd`` ("" when
+    there is none, or more than one): the attempt an MCP call made from there serves."""
+    found = _open_states(root, "", cwd)
+    return found[0][1] if len(found) == 1 else ""
 
 
 def _bounded(report: Report) -> Report:

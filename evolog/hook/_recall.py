@@ -39,6 +39,7 @@ __all__ = [
     "settings_text",
     "warm",
     "within",
+    "worker_url",
 ]
 
 _T = TypeVar("_T")
@@ -182,6 +183,7 @@ def for_prompt(
             budget_chars=max(0, cfg.prompt_budget_chars - reserve),
             record=False,
             config=cfg,
+            url=worker_url(log.path),
         )
 
     try:
@@ -205,6 +207,18 @@ def for_prompt(
     return Injection(result.text, event, decided, ids)
 
 
+def worker_url(root: str) -> str:
+    """Where this store's worker answers ("" when none runs): the block names it as a
+    place to fetch details from, beside the MCP tool."""
+    from evolog.worker import running
+
+    try:
+        record = running(root)
+    except Exception:
+        return ""
+    return f"http://{record.host}:{record.port}" if record is not None and record.ready else ""
+
+
 def for_session(log: EventLog, cwd: str, env: dict[str, Any], seconds: float) -> Injection:
     """The backbone and the project's notes at a session's start."""
     from evolog import digest, session_items
@@ -221,7 +235,8 @@ def for_session(log: EventLog, cwd: str, env: dict[str, Any], seconds: float) ->
             fold = index.fold
             dead = index.dead_entries(log, snap) if ids else frozenset()
         items = [fold.state.items[i] for i in ids if i not in dead]
-        return (cfg, items, *render(items, cfg.session_budget_chars))
+        counts = [fold.evidence(i) for i in items]
+        return (cfg, items, *render(items, cfg.session_budget_chars, counts=counts))
 
     try:
         cfg, items, text, kept = within(seconds, work)

@@ -164,9 +164,10 @@ def register(server: MCPServer, state: AppState) -> None:
     @server.tool(
         description=(
             "Recall what memory holds for a task: strategies with their steps and 'do not' "
-            "constraints, and notes, best first, within a character budget. Read 'text'; "
-            "after the task call record_outcome with the same action_id so the items are "
-            "credited. Example: recall(query='deploy the web service', action_id='task-7') "
+            "constraints, and notes, best first, within a character budget. Read 'text' (an "
+            "index: memory_get gives the details of the ids you use); after the task call "
+            "record_outcome with the same action_id so the items are credited. Example: "
+            "recall(query='deploy the web service', action_id='task-7') "
             "-> {'text': '...block to read...', 'items': [{'id': '01J...', 'score': 0.62, "
             "'why': '...'}], ...}"
         ),
@@ -192,6 +193,31 @@ def register(server: MCPServer, state: AppState) -> None:
         )
         try:
             return shown_json(await to_thread.run_sync(recall_json, state, req))
+        except Exception as exc:
+            raise _fail(exc) from None
+
+    @server.tool(
+        description=(
+            "The details of memory items by the ids the recall block shows in brackets: "
+            "whole text, ordered steps, 'do not' constraints, evidence. Fetch the items you "
+            "use: a fetched item is credited as used when the task's outcome arrives, the "
+            "others shown as passed over. Example: memory_get(ids=['m3f2a1']) -> {'text': "
+            "'...details to read...', 'items': [{'id': '01J...', 'steps': [...], ...}]}"
+        ),
+    )
+    async def memory_get(
+        ids: Annotated[
+            list[str],
+            Field(min_length=1, max_length=32, description="ids from the block, e.g. ['m3f2a1']"),
+        ],
+        action_id: Annotated[
+            str, Field(description="the task this serves ('' in Claude Code: the open one)")
+        ] = "",
+    ) -> dict[str, Any]:
+        from evolog.server.routes import fetch_json
+
+        try:
+            return await to_thread.run_sync(fetch_json, state, list(ids), action_id, "mcp")
         except Exception as exc:
             raise _fail(exc) from None
 

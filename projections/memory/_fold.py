@@ -19,6 +19,8 @@ Rules, decided here (the module docstring of :mod:`.` says why):
   gene (as the survival ledger credits it).
 * ``recall``: each injected item known to the fold is accessed once (the reference counted
   every access twice).
+* ``fetched``: the items an attempt fetched; its outcome credits them as used and the named
+  items it did not fetch as neutral (:mod:`._use` says why).
 * System activity ``S`` counts writes (notes and nodes) and accesses; an item's snapshot is
   ``S`` at its last write or access, so its inactivity ratio is ``(S - snapshot) / S``.
 * ACE counters per id: ``feedback`` events (rating > 0 helpful, < 0 harmful, 0 neutral) and
@@ -47,6 +49,7 @@ from evolog.eventlog import (
     Attempt,
     Constraint,
     Feedback,
+    Fetched,
     Node,
     Note,
     Outcome,
@@ -60,6 +63,7 @@ from ._genes import fold_gene
 from ._items import BACKBONE, DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
 from ._steps import names_own_step
 from ._text import norm, term_freqs
+from ._use import credits, note_fetch
 
 __all__ = ["FOLD_KINDS", "GRAPH_KINDS", "MAPS", "FoldState", "ItemFold", "peek"]
 
@@ -69,6 +73,7 @@ FOLD_KINDS: Final = (
     "attempt",
     "note",
     "feedback",
+    "fetched",
     "outcome",
     "recall",
     "retraction",
@@ -83,6 +88,7 @@ MAPS: Final = (
     "postings",
     "scoring",
     "genes",
+    "fetched",
 )
 """The fold state's maps, each one table of the checkpoint file."""
 _VERDICT: Final = {"success": 0, "failed": 1, "partial": 2}
@@ -110,6 +116,7 @@ class FoldState(msgspec.Struct, kw_only=True):
     postings: MutableMapping[str, dict[str, float]] = {}
     scoring: MutableMapping[str, list[str]] = {}
     genes: MutableMapping[str, MemoryItem] = {}
+    fetched: MutableMapping[str, list[str]] = {}  # action_id -> items fetched for it
     retracted_ids: list[str] = []
     retracted_cycles: list[str] = []
     active: int = 0
@@ -164,6 +171,8 @@ class ItemFold:
             self._note(event)
         elif isinstance(event, Recall):
             self._recall(event)
+        elif isinstance(event, Fetched):
+            note_fetch(st.fetched, event)
         elif isinstance(event, Feedback):
             if event.rating is not None:
                 rated = 0 if event.rating > 0 else 1 if event.rating < 0 else 2
@@ -173,11 +182,9 @@ class ItemFold:
                 fold_gene(self.state.genes, event, None)
         elif isinstance(event, Outcome):
             verdict = _VERDICT.get(event.status)
-            refs = list(dict.fromkeys([*event.decided_by, *event.supported_by]))
             if verdict is not None:
-                # The ledger credits the gene when nothing else is named; so does ACE.
-                for ref in refs or ([event.gene] if event.gene else []):
-                    self._judge(ref, event.action_id, verdict, by_feedback=False)
+                for ref, given in credits(st.fetched, event, verdict):
+                    self._judge(ref, event.action_id, given, by_feedback=False)
             if event.gene:
                 fold_gene(self.state.genes, event, verdict)
         elif isinstance(event, Constraint) and event.node is not None:

@@ -30,9 +30,9 @@ __all__ = ["DEATH_KINDS", "ItemIndex", "events_after"]
 
 T = TypeVar("T")
 
-FORMAT: Final = 6
-"""Checkpoint format; 6: strategy items hold their tries and no constraint naming their own
-steps, so a format-5 checkpoint (items without either) is rebuilt from the log."""
+FORMAT: Final = 7
+"""Checkpoint format; 7: the items each attempt fetched (``fetched``), which its outcome's
+credit reads, so a format-6 checkpoint (without them) is rebuilt from the log."""
 REWRITE_AFTER: Final = 256
 """Rewrite the checkpoint once this many new events have been applied since it was written."""
 DEATH_KINDS: Final = frozenset(
@@ -71,7 +71,14 @@ _SCALARS: Final = (
 )
 """The fold's fields the head carries (the rest, :data:`MAPS`, are the tables)."""
 
-_REPLACED: Final = ("items-1.msgpack", "items-2.msgpack", "items-3.bin", "items-4.bin")
+_REPLACED: Final = (
+    "items-1.msgpack",
+    "items-2.msgpack",
+    "items-3.bin",
+    "items-4.bin",
+    "items-5.bin",
+    "items-6.bin",
+)
 """Checkpoint files of earlier formats, removed when this format's file is written."""
 
 _DECODERS: Final[dict[str, msgspec.msgpack.Decoder[Any]]] = {
@@ -83,6 +90,7 @@ _DECODERS: Final[dict[str, msgspec.msgpack.Decoder[Any]]] = {
     "postings": msgspec.msgpack.Decoder(dict[str, float]),
     "scoring": msgspec.msgpack.Decoder(list[str]),
     "genes": msgspec.msgpack.Decoder(MemoryItem),
+    "fetched": msgspec.msgpack.Decoder(list[str]),
 }
 
 

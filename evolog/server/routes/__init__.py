@@ -6,13 +6,14 @@ from evolog._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._dream import run_dream
-    from ._memory import recall_json, recalled_items, remember_json
+    from ._memory import fetch_json, recall_json, recalled_items, remember_json
     from ._query import advise_json, route_json, sql_result
     from ._search import search_events
 
 
 __all__ = [
     "advise_json",
+    "fetch_json",
     "recall_json",
     "recalled_items",
     "remember_json",
@@ -29,7 +30,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "._query": "advise_json route_json sql_result",
-        "._memory": "recall_json recalled_items remember_json",
+        "._memory": "fetch_json recall_json recalled_items remember_json",
         "._dream": "run_dream",
         "._search": "search_events",
     },

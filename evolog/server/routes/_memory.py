@@ -90,3 +90,48 @@ def recalled_items(state: AppState, action_id: str) -> list[str]:
     finally:
         con.close()
     return list(dict.fromkeys(i for (items,) in rows for i in items or ()))
+
+
+def fetch_json(
+    state: AppState, ids: list[str], action_id: str, via: str, record: bool = True
+) -> dict[str, Any]:
+    """Items' details by the ids a recall block shows, recorded as one ``fetched`` event.
+
+    Over MCP without an ``action_id``, the fetch serves the only open Claude Code attempt of
+    the server's working directory (as ``record_outcome`` joins it), so the hook's outcome
+    credits what the agent fetched."""
+    import os
+
+    from evolog import fetch
+
+    if not action_id and via == "mcp":
+        from evolog.hook import open_attempt
+
+        action_id = open_attempt(state.store.paths.root, os.getcwd())
+    return state.store.with_items(
+        lambda log, items: fetch(
+            log, items, ids, action_id=action_id, via=via, record=record,
+            envelope={"agent": via},
+        )
+    )  # fmt: skip
+
+
+@endpoint("read", "memory_get")
+async def memory_get(request: Request, state: AppState) -> Response:
+    """An item's details by the id a recall block shows (``record=false``: not recorded;
+    recorded, it is a write)."""
+    from evolog import UnknownItemError
+
+    from .._errors import Problem
+    from .._http import query_bool
+
+    record = query_bool(request, "record", True)
+    if record:
+        authorize(state.config, "write", request.headers)
+    action_id = request.query_params.get("action_id", "")
+    item_id = request.path_params["item_id"]
+    try:
+        out = await to_thread.run_sync(fetch_json, state, [item_id], action_id, "http", record)
+    except UnknownItemError as exc:
+        raise Problem(404, str(exc).splitlines()[0], "ids") from None
+    return json_response(out)
