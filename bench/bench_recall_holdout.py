@@ -1,145 +1,218 @@
-"""Recall on held-out domains: does it inject memories a task is not about, and does it find
-the ones it is about?
+"""The hook's recall on held-out domains, through the hook's own code: does it inject
+memories a task is not about, and does it find the ones it is about?
 
 The same sets and halves as bench/bench_router_holdout.py: each half's traces are dreamed
-into a store, whose strategy nodes become recall items; every related, near and unrelated
-task of the half is recalled (``record=False``, so nothing is appended) with applicability
-off, and the store's rule (similarity floor, margin over the nearest generic task, score
-threshold) is replayed on what came back. A related task counts when the first injected item
-is a strategy of its domain; an unrelated one when anything is injected.
+into a store, and every related, near and unrelated task of the half goes through the
+``UserPromptSubmit`` injection of the Claude Code hook (``evolog.hook._hooks._inject``: the
+attempt it opens, ``for_prompt`` under the store's ``memory.json``, the attempt line). Nothing
+is fitted here: since recall's strategy is route's (``evolog._recall.routed_strategy``), the
+rule deciding is the router's shipped one for the encoder, so every half is held out for a
+rule fitted elsewhere (wordllama's on set A pooled, minilm's on set A's first split; see
+bench/RESULTS.md), and set A's figures are in-sample for both.
 
     .venv/bin/python bench/bench_recall_holdout.py [--splits 5] [--set DIR ...]
+        [--embedder wordllama|minilm] [--rule FLOOR,MARGIN,LEXICAL]
 
-Prints, per set, the default rule's rates (mean over the held-out halves), the rule fitted on
-one half and measured on the other, and each set's fitted rule on the other set.
+``--embedder minilm`` makes the strong encoder the process's own (``prefer_strong``, as the
+worker does); ``--rule`` replaces the encoder's applicability rule for the run (to measure a
+candidate rule on the hook's path; summary margin on, radius 0.4).
+
+A related task counts when a strategy of its domain is among the block's first 3 items (and,
+stricter, when the first item is); an unrelated one when anything is injected. Per related
+block: characters as injected, strategy items and strategy lines (``- Strategy [``), those
+showing their evidence (``worked N of M
+tries``), and duplicates (items beyond the first whose steps are the same under the
+near-match rule of projections.memory._steps, or whose text repeats one shown before).
+
+Prints one line per held-out half and a summary per set: mean over halves, and the rates at
+the issue's mix of unrelated kinds (:data:`bench.bench_router_holdout.MIX`).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evolog.advice.routing._applicability import DEFAULT_RULES, ApplicabilityRule
 from evolog.dream._cycle import dream
 from evolog.eventlog import EventLog
 from evolog.projections.graph._cache import graph_views
-from evolog.projections.graph._embed import get_embedder
-from evolog.projections.memory import MemoryConfig
+from evolog.projections.graph._embed import Embedder, get_embedder, prefer_strong
+from evolog.projections.memory import STRATEGY, ItemIndex
+from evolog.projections.memory._steps import same_steps
 
 from bench.bench_router import strategy_events
 from bench.bench_router_holdout import HOLDOUT, MIX, domains_of, half_tasks, halves, load_holdout
-from evolog import Memory
+from evolog.hook._hooks import _inject, _open, _State
 
-LOOSE = MemoryConfig(min_similarity=0.0, min_margin=-9.0, retrieval_threshold=0.0, top_n=5)
-Rule = tuple[float, float, float]
-"""(min_similarity, min_margin, retrieval_threshold)."""
+EVIDENCE = re.compile(r"worked \d+ of \d+ tries")
+"""What a strategy line shows as its evidence (advice.recall._block.evidence)."""
 
 
-def collect(folder: Path, splits: int, embedder: Any) -> list[dict[str, Any]]:
-    """Every task of every half, with the null and the (domain, similarity, score) of the
-    items recall returns when nothing is filtered."""
+def choose_embedder(name: str) -> Embedder:
+    """The encoder the hook would run with: the lean default in a cold process, the strong
+    one in a process that called ``prefer_strong`` (the worker)."""
+    if os.environ.get("EVOLOG_EMBEDDER"):
+        raise SystemExit("unset EVOLOG_EMBEDDER: the bench chooses the encoder (--embedder)")
+    if name == "minilm":
+        if prefer_strong() is None:
+            raise SystemExit("minilm: the strong encoder does not load (evolog[encoder])")
+        return get_embedder()
+    return get_embedder(name)
+
+
+def build_store(
+    path: str, domains: list[dict[str, Any]], embedder: Embedder, copies: int = 1
+) -> Any:
+    """A store of every trace of ``domains`` (``copies`` runs each), dreamed; its graph."""
+    with EventLog(path, create=True, durability="none") as log:
+        for d in domains:
+            for i, t in enumerate(d["traces"]):
+                for k in range(copies):
+                    steps = [REWORD[k % len(REWORD)](s) for s in t["steps"]]
+                    trace = {"id": f"{d['name']}/{i}.{k}", "task": t["task"], "steps": steps}
+                    log.append_many(strategy_events(trace))
+        dream(log, embedder=embedder)
+        return graph_views(log)
+
+
+REWORD = (
+    lambda s: s,
+    lambda s: f"then {s}",
+    lambda s: f"{s[:1].upper()}{s[1:]} again",
+    lambda s: f"now {s.lower()}",
+)
+"""How the k-th copy of a trace words its steps (another run saying the same thing)."""
+
+
+def hook_block(log: EventLog, task: str) -> tuple[str, list[str]]:
+    """What the hook's ``UserPromptSubmit`` injects for ``task``: the text and the item ids
+    in the block's order (both empty when nothing is injected)."""
+    st = _State()
+    events = [_open(st, task, {"agent": "claude-code", "session": "bench"})]
+    _, got = _inject(log, {"prompt": task}, st, events, time.monotonic() + 120.0)
+    return got.text, list(got.supported)
+
+
+def duplicates(items: list[Any]) -> int:
+    """Items after the first of their approach (same steps) or their text."""
+    seen: list[Any] = []
+    out = 0
+    for item in items:
+        if any((item.steps and same_steps(item.steps, s.steps)) or item.text == s.text
+               for s in seen):  # fmt: skip
+            out += 1
+        seen.append(item)
+    return out
+
+
+def block_figures(log: EventLog, text: str, ids: list[str]) -> dict[str, Any]:
+    """Characters, strategy lines, those with evidence, and duplicates of one block."""
+    index = ItemIndex(log.paths)
+    with log.snapshot() as snap:
+        state = index.refresh(snap, log).state
+    items = [state.items[i] for i in ids if i in state.items]
+    # The block's own mark of a strategy entry; its id may be shown shortened.
+    lines = [ln for ln in text.splitlines() if ln.startswith("- Strategy [")]
+    return {
+        "chars": len(text),
+        "strategy_items": sum(i.kind == STRATEGY for i in items),
+        "strategy_lines": len(lines),
+        "with_evidence": sum(bool(EVIDENCE.search(ln)) for ln in lines),
+        "duplicates": duplicates(items),
+        "items": len(ids),
+    }
+
+
+def collect(folder: Path, splits: int, embedder: Embedder) -> list[dict[str, Any]]:
+    """Every task of every half through the hook, with what was injected."""
     domains, unrelated = load_holdout(folder)
     out = []
     for seed in range(splits):
         for half, (d, u) in enumerate(halves(domains, unrelated, seed)):
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "store")
-                with EventLog(path, create=True, durability="none") as log:
-                    for x in d:
-                        for i, t in enumerate(x["traces"]):
-                            trace = {"id": f"{x['name']}/{i}", **t}
-                            log.append_many(strategy_events(trace))
-                    dream(log, embedder=embedder)
-                    graph = graph_views(log)
-                domain_of = domains_of(graph)
-                with Memory(path) as mem:
+                domain_of = domains_of(build_store(path, d, embedder))
+                with EventLog(path, durability="none") as log:
                     for kind, task, want in half_tasks(d, u):
-                        r = mem.recall(task, record=False, config=LOOSE)
-                        items = [(domain_of.get(i.id), i.similarity, i.score) for i in r.items]
-                        out.append(
-                            {"seed": seed, "half": half, "kind": kind, "want": want,
-                             "null": r.null_similarity, "items": items}
-                        )  # fmt: skip
+                        text, ids = hook_block(log, task)
+                        row = {"seed": seed, "half": half, "kind": kind, "want": want,
+                               "domains": [domain_of.get(i) for i in ids]}  # fmt: skip
+                        if kind == "related" and text:
+                            row["block"] = block_figures(log, text, ids)
+                        out.append(row)
     return out
 
 
-def decide(row: dict[str, Any], rule: Rule) -> str | None:
-    """The domain of the first item ``rule`` injects (None: nothing), as recall decides."""
-    floor, margin, threshold = rule
-    for domain, similarity, score in row["items"]:
-        if similarity >= floor and similarity - row["null"] >= margin and score >= threshold:
-            return domain or "?"
-    return None
-
-
-def rates(rows: list[dict[str, Any]], rule: Rule) -> dict[str, float]:
+def rates(rows: list[dict[str, Any]]) -> dict[str, float]:
     related = [r for r in rows if r["kind"] == "related"]
-    out = {"related_right": sum(decide(r, rule) == r["want"] for r in related) / len(related)}
+    out = {
+        "related_right_top3": sum(r["want"] in r["domains"][:3] for r in related) / len(related),
+        "related_right_first": sum(r["domains"][:1] == [r["want"]] for r in related) / len(related),
+        "related_injected": sum(bool(r["domains"]) for r in related) / len(related),
+    }
     for kind in MIX:
         got = [r for r in rows if r["kind"] == kind]
-        out[f"{kind}_to_memory"] = sum(decide(r, rule) is not None for r in got) / len(got)
-    out["unrelated_at_issue_mix"] = sum(w * out[f"{k}_to_memory"] for k, w in MIX.items())
+        out[f"{kind}_injected"] = sum(bool(r["domains"]) for r in got) / max(1, len(got))
+    out["unrelated_at_issue_mix"] = sum(w * out[f"{k}_injected"] for k, w in MIX.items())
     return out
 
 
-def fit(rows: list[dict[str, Any]], cost: float = 2.0) -> Rule:
-    """The rule maximising ``related_right - cost * unrelated_at_issue_mix`` (as the router's)."""
-    grid = itertools.product(
-        [x / 100 for x in range(0, 41, 2)],
-        [x / 100 for x in range(-20, 21, 2)],
-        (0.0, 0.05, 0.1, 0.15, 0.2, 0.25),
-    )
-    best: tuple[tuple[float, ...], Rule] | None = None
-    for floor, margin, threshold in grid:
-        r = rates(rows, (floor, margin, threshold))
-        key = (round(r["related_right"] - cost * r["unrelated_at_issue_mix"], 6), margin, floor)
-        if best is None or key > best[0]:
-            best = (key, (floor, margin, threshold))
-    assert best is not None
-    return best[1]
-
-
-def mean_over_halves(rows: list[dict[str, Any]], rule: Rule) -> dict[str, float]:
-    parts = sorted({(r["seed"], r["half"]) for r in rows})
-    per = [rates([r for r in rows if (r["seed"], r["half"]) == p], rule) for p in parts]
-    return {k: round(100 * statistics.fmean(p[k] for p in per), 1) for k in per[0]}
+def blocks(rows: list[dict[str, Any]]) -> dict[str, float]:
+    got = [r["block"] for r in rows if "block" in r]
+    lines = sum(b["strategy_lines"] for b in got)
+    return {
+        "related_blocks": len(got),
+        "median_chars": statistics.median(b["chars"] for b in got) if got else 0,
+        "max_chars": max((b["chars"] for b in got), default=0),
+        "items_per_block": round(statistics.fmean(b["items"] for b in got), 2) if got else 0,
+        "strategy_items": sum(b["strategy_items"] for b in got),
+        "strategy_lines": lines,
+        "strategy_lines_with_evidence": sum(b["with_evidence"] for b in got),
+        "blocks_with_duplicate": sum(b["duplicates"] > 0 for b in got),
+        "duplicates_per_block": round(statistics.fmean(b["duplicates"] for b in got), 3)
+        if got
+        else 0,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--splits", type=int, default=5)
     p.add_argument("--set", dest="sets", action="append", type=Path, default=[])
+    p.add_argument("--embedder", choices=["wordllama", "minilm"], default="wordllama")
+    p.add_argument("--rule", help="FLOOR,MARGIN,LEXICAL: the encoder's rule for this run")
     args = p.parse_args(argv)
-    embedder = get_embedder("wordllama")  # dreams only; recall ranks by its own index
-    defaults = MemoryConfig()
-    default: Rule = (defaults.min_similarity, defaults.min_margin, defaults.retrieval_threshold)
-    data = {str(f): collect(f, args.splits, embedder) for f in args.sets or [HOLDOUT]}
-    fitted: dict[str, Rule] = {}
-    for name, rows in data.items():
-        held: list[dict[str, float]] = []
-        for seed in range(args.splits):
-            for train, test in ((0, 1), (1, 0)):
-                rule = fit([r for r in rows if r["seed"] == seed and r["half"] == train])
-                part = [r for r in rows if r["seed"] == seed and r["half"] == test]
-                held.append(rates(part, rule))
-        fitted[name] = fit(rows)
+    embedder = choose_embedder(args.embedder)
+    if args.rule:
+        floor, margin, lexical = (float(x) for x in args.rule.split(","))
+        rules: Any = DEFAULT_RULES  # a bench may try a rule in its own process
+        rules[embedder.name] = ApplicabilityRule(floor, margin, 0.4, lexical, True)
+    for folder in args.sets or [HOLDOUT]:
+        rows = collect(folder, args.splits, embedder)
+        parts = sorted({(r["seed"], r["half"]) for r in rows})
+        per = []
+        for s, h in parts:
+            got = [r for r in rows if (r["seed"], r["half"]) == (s, h)]
+            per.append(rates(got))
+            figures = {k: round(100 * v, 1) for k, v in per[-1].items()}
+            print(json.dumps({"set": folder.name, "split": s, "half": h, **figures}), flush=True)
+        summary = {k: round(100 * statistics.fmean(x[k] for x in per), 1) for k in per[0]}
         print(json.dumps({
-            "set": name, "default_rule": default, "default": mean_over_halves(rows, default),
-            "fitted_held_out": {k: round(100 * statistics.fmean(h[k] for h in held), 1)
-                                for k in held[0]},
-        }))  # fmt: skip
-    for (a, rule), b in itertools.product(fitted.items(), data):
-        if a != b:
-            print(json.dumps({"fitted_on": a, "rule": rule, "measured_on": b,
-                              "rates": mean_over_halves(data[b], rule)}))  # fmt: skip
+            "set": folder.name, "encoder": embedder.name, "splits": args.splits,
+            "rule": str(DEFAULT_RULES.get(embedder.name)), "mean_over_halves": summary,
+            "blocks": blocks(rows),
+        }), flush=True)  # fmt: skip
     return 0
 
 
