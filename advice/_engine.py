@@ -16,6 +16,7 @@ import msgspec
 from evolog.eventlog import EventLog, InvalidEventError, Snapshot, parse_ts
 from evolog.eventlog.schema import js_truthy
 
+from ._batch import Batch, fold_batch
 from ._cache import Signature, load_dead, load_state, log_signature, save_dead, save_state
 from ._errors import InvalidInputError
 from ._evolog_policy import EvologParams, evolog_decide, gene_ids_of
@@ -230,7 +231,7 @@ class AdviceEngine:
         )
 
 
-def _fold(state: AdviceState, snap: Snapshot, read: tuple[int, Iterator[Row | Gap]]) -> int:
+def _fold(state: AdviceState, snap: Snapshot, read: tuple[int, Iterator[Row | Gap | Batch]]) -> int:
     """Fold the rows of ``read`` (from :func:`read_rows` on ``snap``) into ``state``; its head."""
     head, rows = read
     state.find_attempt = AttemptFinder(snap, head)
@@ -239,6 +240,8 @@ def _fold(state: AdviceState, snap: Snapshot, read: tuple[int, Iterator[Row | Ga
         for row in rows:
             if type(row) is Row:
                 apply(row)
+            elif type(row) is Batch:
+                fold_batch(state, row)
             else:
                 state.skip(row)  # type: ignore[arg-type]
     finally:

@@ -124,6 +124,10 @@ class KeyCatalog:
             self._ids = {k: i for i, k in enumerate(self.keys)}
         return self._ids
 
+    def id_map(self) -> dict[str, int]:
+        """Key -> id, the live dict (for a fold's loop; change it only through :meth:`add`)."""
+        return self._id_map()
+
     def id_of(self, key: str) -> int | None:
         """The id of a key, or None if it has never been seen."""
         return self._id_map().get(key)

@@ -22,6 +22,7 @@ from typing import Any
 from evolog.eventlog import CorruptLogError, Event, Snapshot, kind_of
 from evolog.eventlog.sealed import SegmentInfo
 
+from ._batch import Batch
 from ._errors import LogReadError
 from ._state import WINDOW, Gap, Row, parse_patch
 from .evolver._export import EVOLVER_KINDS, PATCH_FIELD
@@ -62,11 +63,12 @@ def row_of(event: Event) -> Row:
     )
 
 
-def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> Iterator[Row | Gap]:
+def _segment_rows(
+    directory: str, info: SegmentInfo, after: int, upto: int, batches: bool
+) -> Iterator[Row | Gap | Batch]:
     import pyarrow as pa
     import pyarrow.compute as pc
-    from evolog.eventlog import read_checked
-    from evolog.eventlog.sealed import DAMAGE, open_segment, segment_path
+    from evolog.eventlog.sealed import DAMAGE, open_segment, read_checked, segment_path
 
     path = segment_path(directory, info)
     try:
@@ -93,6 +95,11 @@ def _segment_rows(directory: str, info: SegmentInfo, after: int, upto: int) -> I
         skipped = passing - folded.true_count
         if skipped:
             yield Gap(skipped)
+        if batches:
+            if folded.true_count:
+                yield Batch(table.slice(0, passing).filter(folded))
+            table = table.slice(passing)
+        elif skipped:
             table = table.filter(pa.concat_arrays([folded, pa.array([True] * WINDOW)]))
     yield from _decoded(table, present)
 
@@ -143,10 +150,11 @@ def _take(table: Any, name: str, rows: list[int], present: set[str]) -> dict[int
 
 
 def read_rows(
-    snap: Snapshot, after: int, upto: int | None = None
-) -> tuple[int, Iterator[Row | Gap]]:
+    snap: Snapshot, after: int, upto: int | None = None, *, batches: bool = True
+) -> tuple[int, Iterator[Row | Gap | Batch]]:
     """(head, rows of evolver-kind events with ``after < seq <= head``, in seq order, a
-    segment's rows that pass through the window only counted by a :class:`Gap`).
+    segment's rows that pass through the window only counted by a :class:`Gap`, and with
+    ``batches`` its attempts and outcomes among them as one :class:`Batch`).
 
     ``head`` is the snapshot's newest seq, or ``upto`` if that is smaller.
     """
@@ -154,13 +162,15 @@ def read_rows(
     # Read backwards from the WAL's end when few events are new: an agent that records an
     # outcome and asks again pays for the new events, not for the whole WAL.
     events = [e for e in snap.tail_events(after) if e.seq <= head]
-    return head, _rows(snap, after, head, events)
+    return head, _rows(snap, after, head, events, batches)
 
 
-def _rows(snap: Snapshot, after: int, head: int, events: Sequence[Event]) -> Iterator[Row | Gap]:
+def _rows(
+    snap: Snapshot, after: int, head: int, events: Sequence[Event], batches: bool
+) -> Iterator[Row | Gap | Batch]:
     for info in snap.segments:
         if info.last_seq > after and info.first_seq <= head:
-            yield from _segment_rows(snap.paths.segments, info, after, head)
+            yield from _segment_rows(snap.paths.segments, info, after, head, batches)
     kinds = frozenset(EVOLVER_KINDS)
     for event in events:
         if kind_of(event) in kinds:
@@ -182,7 +192,7 @@ class AttemptFinder:
     def __call__(self, action_id: str, before: int) -> Row | None:
         if self._index is None:
             self._index = {}
-            for row in read_rows(self._snap, 0, self._head)[1]:
+            for row in read_rows(self._snap, 0, self._head, batches=False)[1]:
                 if type(row) is Row and row.kind == "attempt" and row.action_id:
                     self._index.setdefault(row.action_id, []).append(row)
         found = self._index.get(action_id, [])
