@@ -108,9 +108,11 @@ def _edit(state: AppState, a: Action) -> AnyEvent:
 def _one(state: AppState, sql: str, value: str) -> tuple[Any, ...] | None:
     from evolog.projections import Projections
 
-    con = Projections(state.store.paths.root).connect()
+    from ._timeline import _typed
+
+    con = Projections(state.store.paths.root).connect(views={"events"})
     try:
-        row: tuple[Any, ...] | None = con.execute(sql, [value]).fetchone()
+        row: tuple[Any, ...] | None = con.execute(_typed(sql), [value]).fetchone()
         return row
     finally:
         con.close()

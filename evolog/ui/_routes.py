@@ -9,6 +9,7 @@ chosen seq, so the same seq always gives the same page.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ from ._params import Filters, parse
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+
+    from evolog.projections import LedgerView
 
 PREFIX = "/ui"
 
@@ -49,15 +52,6 @@ async def static(request: Request, state: AppState) -> Response:
     return Response(static_file(name), 200, headers, media_type=STATIC[name])
 
 
-#: The catalog views each page reads (binding all of them costs more than the queries).
-_VIEWS_READ = {
-    "timeline": {"events", "attempts", "steps", "recalls", "outcomes", "notes", "nodes"},
-    "memory": {"events", "outcomes", "nodes", "merges", "dream_begins", "retractions"},
-    "survival": {"events"},
-    "edges": {"events"},
-}
-
-
 def render(state: AppState, name: str, f: Filters) -> tuple[str, int, int]:
     """The view's HTML, the seq it shows and the log's head."""
     from evolog.projections import Projections
@@ -65,7 +59,7 @@ def render(state: AppState, name: str, f: Filters) -> tuple[str, int, int]:
     root = state.store.paths.root
     head = state.store.head_seq()
     proj = Projections(root)
-    con = proj.connect(as_of=f.as_of, as_of_ts=f.at, views=_VIEWS_READ[name])
+    con = proj.connect(as_of=f.as_of, as_of_ts=f.at, views={"events"})
     try:
         row = con.execute("SELECT max(seq), max(epoch_us(ts)) FROM events").fetchone()
         seq, last_ts = (int(row[0] or 0), row[1]) if row else (0, None)
@@ -76,14 +70,10 @@ def render(state: AppState, name: str, f: Filters) -> tuple[str, int, int]:
         elif name == "memory":
             body = _memory(state, con, seq, head, f)
         elif name == "survival":
-            from evolog.projections import ledger
+            from ._survival import survival
 
-            from ._survival import PLOTTED, survival
-
-            view = ledger(root, seq)
-            top = sorted((e for e in view.entries() if e.alive), key=lambda e: -e.energy)
-            ids = [e.id for e in top[:PLOTTED]]
-            body = survival(view, ledger(root, seq, history=ids) if ids else view)
+            view = ledger_at(root, seq)
+            body = survival(view, view)
         else:
             from ._survival import edges
 
@@ -93,10 +83,31 @@ def render(state: AppState, name: str, f: Filters) -> tuple[str, int, int]:
     return body, seq, head
 
 
-def _credit(root: Any, seq: int, ids: list[str]) -> dict[str, list[tuple[Any, ...]]]:
+_LEDGERS: dict[tuple[str, int], LedgerView] = {}
+_LEDGERS_LOCK = threading.Lock()
+_LEDGERS_KEPT = 4
+
+
+def ledger_at(root: str, seq: int) -> LedgerView:
+    """The ledger as of ``seq`` with every entry's history. The last few are kept: the log
+    as of a seq never changes, and each page at that seq (the timeline's credit, survival,
+    memory) reads the same one."""
     from evolog.projections import ledger
 
-    view = ledger(root, seq, history=ids)
+    key = (root, seq)
+    with _LEDGERS_LOCK:
+        view = _LEDGERS.get(key)
+    if view is None:
+        view = ledger(root, seq, history=True)
+        with _LEDGERS_LOCK:
+            _LEDGERS[key] = view
+            while len(_LEDGERS) > _LEDGERS_KEPT:
+                _LEDGERS.pop(next(iter(_LEDGERS)))
+    return view
+
+
+def _credit(root: Any, seq: int, ids: list[str]) -> dict[str, list[tuple[Any, ...]]]:
+    view = ledger_at(root, seq)
     out: dict[str, list[tuple[Any, ...]]] = {}
     for i in ids:
         e = view.entry(i)
@@ -107,11 +118,10 @@ def _credit(root: Any, seq: int, ids: list[str]) -> dict[str, list[tuple[Any, ..
 
 def _memory(state: AppState, con: Any, seq: int, head: int, f: Filters) -> str:
     from evolog import recall
-    from evolog.projections import ledger
 
     from ._memory import fold_as_of, memory, recalled
 
-    view = ledger(state.store.paths.root, seq)
+    view = ledger_at(state.store.paths.root, seq)
     if seq >= head:
 
         def run(log: Any, items: Any) -> str:

@@ -7,6 +7,7 @@ never holds the whole log).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ._page import button, memory_text, text, when
@@ -16,8 +17,27 @@ if TYPE_CHECKING:
     import duckdb
 
 
+#: The typed views the pages read, by the event kind each holds.
+KINDS = {
+    "attempts": "attempt", "steps": "step", "recalls": "recall", "outcomes": "outcome",
+    "notes": "note", "nodes": "node", "merges": "merge", "dream_begins": "dream_begin",
+    "retractions": "retraction", "lifecycles": "lifecycle",
+}  # fmt: skip
+#: ``FROM view`` with an optional one-letter alias (the pages' SQL keywords are upper case).
+_TYPED = re.compile(r"\bFROM (" + "|".join(KINDS) + r")(?: ([a-z]))?\b")
+
+
+def _typed(sql: str) -> str:
+    """``FROM attempts`` as a filter of ``events``: binding a catalog view costs about 10 ms
+    per connection, so the pages open theirs with ``events`` alone."""
+    return _TYPED.sub(
+        lambda m: f"FROM (SELECT * FROM events WHERE kind = '{KINDS[m[1]]}') AS {m[2] or m[1]}",
+        sql,
+    )
+
+
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    rel = con.execute(sql, params)
+    rel = con.execute(_typed(sql), params)
     names = [d[0] for d in rel.description]
     return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
 
@@ -42,19 +62,22 @@ def attempts(con: duckdb.DuckDBPyConnection, f: Filters) -> list[dict[str, Any]]
     return _rows(con, sql, [*params, f.limit])
 
 
-def _by_action(
-    con: duckdb.DuckDBPyConnection, view: str, cols: str, ids: list[str], since: int
-) -> Any:
-    out: dict[str, list[dict[str, Any]]] = {}
+def _by_action(con: duckdb.DuckDBPyConnection, ids: list[str], since: int) -> Any:
+    """{kind: {action_id: [rows]}} of the attempts' steps, recalls and outcomes, in one scan
+    (each scan of the log costs more than everything else on the page)."""
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {"step": {}, "recall": {}, "outcome": {}}
     if not ids:
         return out
-    # An attempt's events follow it: the seq bound lets the scan skip older segments.
+    # An attempt's events follow it: the seq bound lets the scan skip older segments. Scores
+    # are stored as JSON (any float, NaN included): read back as numbers.
     sql = (
-        f"SELECT action_id, {cols} FROM {view} WHERE seq >= ? AND list_contains(?, action_id) "
-        "ORDER BY seq"
+        "SELECT kind, action_id, seq, epoch_us(ts) AS ts, index, action, tool, ok, error, "
+        "duration_ms, items, CAST(scores AS DOUBLE[]) AS scores, chars, budget, status, score, "
+        "delta, note, supported_by, decided_by FROM events WHERE kind IN ('step', 'recall', "
+        "'outcome') AND seq >= ? AND list_contains(?, action_id) ORDER BY seq"
     )
     for row in _rows(con, sql, [since, ids]):
-        out.setdefault(row["action_id"], []).append(row)
+        out[row["kind"]].setdefault(row["action_id"], []).append(row)
     return out
 
 
@@ -62,17 +85,20 @@ def _item_texts(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, str]
     if not ids:
         return {}
     wanted = sorted(ids)
-    notes = _rows(
+    rows = _rows(
         con,
-        "SELECT coalesce(nullif(item, ''), id) AS item, text FROM notes "
-        "WHERE list_contains(?, coalesce(nullif(item, ''), id)) ORDER BY seq",
-        [wanted],
+        "SELECT kind, coalesce(nullif(item, ''), nullif(node, ''), id) AS item, "
+        "coalesce(text, goal) AS text FROM events WHERE (kind = 'note' AND "
+        "list_contains(?, coalesce(nullif(item, ''), id))) OR (kind = 'node' AND "
+        "list_contains(?, node)) ORDER BY seq",
+        [wanted, wanted],
     )
-    out = {r["item"]: r["text"] or "" for r in notes}
-    for r in _rows(
-        con, "SELECT node, goal FROM nodes WHERE list_contains(?, node) ORDER BY seq", [wanted]
-    ):
-        out.setdefault(r["node"], r["goal"] or "")
+    out: dict[str, str] = {}
+    for r in rows:
+        if r["kind"] == "note":  # a note's latest version; a node's first statement
+            out[r["item"]] = r["text"] or ""
+        else:
+            out.setdefault(r["item"], r["text"] or "")
     return out
 
 
@@ -81,20 +107,8 @@ def timeline(con: duckdb.DuckDBPyConnection, f: Filters, credit: Any) -> str:
     rows = attempts(con, f)
     ids = [r["action_id"] for r in rows]
     since = min((r["seq"] for r in rows), default=0)
-    steps = _by_action(
-        con,
-        "steps",
-        "seq, epoch_us(ts) AS ts, index, action, tool, ok, error, duration_ms",
-        ids,
-        since,
-    )
-    # scores are stored as JSON (any float, NaN included): read back as numbers
-    recalls = _by_action(
-        con, "recalls", "seq, items, CAST(scores AS DOUBLE[]) AS scores, chars, budget", ids, since
-    )
-    outcomes = _by_action(
-        con, "outcomes", "seq, status, score, delta, note, supported_by, decided_by", ids, since
-    )
+    found = _by_action(con, ids, since)
+    steps, recalls, outcomes = found["step"], found["recall"], found["outcome"]
     recalled = {i for rs in recalls.values() for r in rs for i in r["items"] or ()}
     texts = _item_texts(con, recalled)
     credited = {
