@@ -84,7 +84,7 @@ if TYPE_CHECKING:
         write_parts,
     )
     from ._files import FileLock, os_errors_as_storage
-    from ._log import EventLog, open_log
+    from ._log import SEAL_THRESHOLD_BYTES, AutoSeal, EventLog, open_log
     from ._verify import VerifyReport
     from .schema._jsonin import from_builtins, from_json, parse_ts
     from .wal._receipt import Durability, Receipt
@@ -95,7 +95,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "._log": "EventLog open_log",
+        "._log": "EventLog open_log AutoSeal SEAL_THRESHOLD_BYTES",
         ".wal._receipt": "Durability Receipt",
         ".schema._jsonin": "from_builtins from_json parse_ts",
         "._files": "FileLock os_errors_as_storage",
@@ -112,10 +112,12 @@ __all__ = [
     "KINDS",
     "MAX_EVENT_BYTES",
     "SCHEMA_VERSION",
+    "SEAL_THRESHOLD_BYTES",
     "STATUSES",
     "TS_MAX",
     "AnyEvent",
     "Attempt",
+    "AutoSeal",
     "ChildStep",
     "ClosedError",
     "ConfidenceEdge",

@@ -9,6 +9,14 @@ too. The layers live in subpackages: ``evolog.eventlog`` (the log), ``evolog.pro
 Names are imported lazily so that a hook process appending one event loads only the event
 log.
 
+What ``Memory``'s calls return is importable from here too: :class:`RecallResult` (with its
+:class:`RecalledItem` list), :class:`Remembered`, :class:`CompressResult`,
+:class:`SealResult`, :class:`CompactResult`, :class:`VerifyReport` and :class:`Receipt`;
+the layers' own results (``Advice``, ``RouteDecision``, ``DreamReport``, ``LedgerView``,
+``EvolveReport``) from their packages. ``recall``, ``remember``, ``feedback``, ``fetch`` and
+the ``shown_*`` helpers are the functions behind ``Memory`` that the command line, the hook
+and the server call with a log and an item index of their own.
+
 Errors: everything raised here derives from :class:`evolog.EventLogError` (storage and
 schema) or from the base error of the package that raised it.
 """
@@ -64,14 +72,27 @@ if TYPE_CHECKING:
     from ._demo import run_demo
     from ._fetch import UnknownItemError, fetch
     from ._memory import Memory
-    from ._recall import digest, recall, routed_strategy, session_items, shown_json, shown_route
-    from ._remember import feedback, remember
+    from ._recall import (
+        RecalledItem,
+        RecallResult,
+        digest,
+        recall,
+        routed_strategy,
+        session_items,
+        shown_json,
+        shown_route,
+    )
+    from ._remember import CompressResult, Remembered, feedback, remember
+    from .eventlog import VerifyReport
+    from .eventlog.sealed import CompactResult, SealResult
 
 __all__ = [
     "AnyEvent",
     "Attempt",
     "ChildStep",
     "ClosedError",
+    "CompactResult",
+    "CompressResult",
     "ConfidenceEdge",
     "ConfidenceGeneOutcome",
     "Constraint",
@@ -99,8 +120,12 @@ __all__ = [
     "Personality",
     "Prune",
     "Recall",
+    "RecallResult",
+    "RecalledItem",
     "Receipt",
+    "Remembered",
     "Retraction",
+    "SealResult",
     "Signal",
     "Step",
     "StorageError",
@@ -108,6 +133,7 @@ __all__ = [
     "StoreNotFoundError",
     "Tick",
     "UnknownItemError",
+    "VerifyReport",
     "digest",
     "feedback",
     "fetch",
@@ -130,11 +156,13 @@ __getattr__, __dir__ = lazy_exports(
         "Feedback Hypothesis InvalidEventError Lifecycle Link LockTimeoutError Mark "
         "Merge Mutation Node Note Outcome Personality Prune Recall Receipt "
         "Retraction Signal Step StorageError StoreExistsError StoreNotFoundError "
-        "Tick",
-        "._recall": "digest recall routed_strategy session_items shown_json shown_route",
-        "._remember": "feedback remember",
+        "Tick VerifyReport",
+        "._recall": "digest recall routed_strategy session_items shown_json shown_route "
+        "RecallResult RecalledItem",
+        "._remember": "feedback remember CompressResult Remembered",
         "._demo": "run_demo",
         "._fetch": "UnknownItemError fetch",
+        ".eventlog.sealed": "CompactResult SealResult",
     },
     globals(),
 )

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TYPE_CHECKING
 
-from evolog.eventlog import AnyEvent, Durability, Event, EventLog, Receipt
+from evolog.eventlog import (
+    SEAL_THRESHOLD_BYTES,
+    AnyEvent,
+    AutoSeal,
+    Durability,
+    Event,
+    EventLog,
+    Receipt,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -15,12 +23,20 @@ if TYPE_CHECKING:
 
     from evolog.advice import Advice, AdviceEngine, RouteDecision, RouterConfig
     from evolog.dream import DreamConfig, Dreamer, DreamReport, Progress
-    from evolog.dream.evolve import EvolveReport, Strategy
+    from evolog.dream.evolve import EvolveReport, Model, Strategy
     from evolog.eventlog import VerifyReport
     from evolog.eventlog.sealed import CompactResult, SealResult
-    from evolog.projections import EdgeParams, Embedder, LedgerConfig, LedgerView, Projections
+    from evolog.projections import (
+        Cancel,
+        EdgeParams,
+        Embedder,
+        LedgerConfig,
+        LedgerView,
+        Projections,
+        QueryLimits,
+    )
     from evolog.projections.energy.rules import Similarity
-    from evolog.projections.memory import ItemIndex
+    from evolog.projections.memory import ItemIndex, MemoryConfig
 
     from ._recall import RecallResult
     from ._remember import CompressResult, Remembered
@@ -42,9 +58,20 @@ class Memory:
         *,
         durability: Durability = "always",
         create: bool = True,
-        **options: Any,
+        auto_seal: AutoSeal = "inline",
+        seal_threshold_bytes: int = SEAL_THRESHOLD_BYTES,
+        group_size: int = 1000,
+        group_ms: float = 10.0,
+        lock_timeout: float | None = None,
+        on_lock_wait: Callable[[str], None] | None = None,
     ) -> None:
-        self.log = EventLog(path, durability=durability, create=create, **options)
+        """Open the store in ``path``; the keywords are :class:`evolog.eventlog.EventLog`'s
+        (``create`` defaults to True here)."""
+        self.log = EventLog(
+            path, durability=durability, create=create, auto_seal=auto_seal,
+            seal_threshold_bytes=seal_threshold_bytes, group_size=group_size,
+            group_ms=group_ms, lock_timeout=lock_timeout, on_lock_wait=on_lock_wait,
+        )  # fmt: skip
         self._advice: AdviceEngine | None = None
         self._item_index: ItemIndex | None = None
 
@@ -121,7 +148,7 @@ class Memory:
         """Merge adjacent small segments (events and seqs unchanged)."""
         return self.log.compact(small_rows, target_rows)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> dict[str, object]:
         return self.log.stats()
 
     def verify(self) -> VerifyReport:
@@ -135,10 +162,24 @@ class Memory:
 
         return Projections(self.log, params=params, cache=cache)
 
-    def sql(self, query: str, **kwargs: Any) -> pa.Table:
+    def sql(
+        self,
+        query: str,
+        *,
+        as_of: int | None = None,
+        as_of_ts: int | None = None,
+        now: int | None = None,
+        limits: QueryLimits | None = None,
+        cancel: Cancel | None = None,
+    ) -> pa.Table:
         """One read-only SQL query over the events, typed views, traces and edges (the
-        keywords of :meth:`evolog.projections.Projections.sql`)."""
-        return self.projections().sql(query, **kwargs)
+        keywords of :meth:`evolog.projections.Projections.sql`; ``limits`` None: none)."""
+        from evolog.projections import QueryLimits
+
+        return self.projections().sql(
+            query, as_of=as_of, as_of_ts=as_of_ts, now=now,
+            limits=QueryLimits() if limits is None else limits, cancel=cancel,
+        )  # fmt: skip
 
     def advise(
         self,
@@ -146,13 +187,15 @@ class Memory:
         genes: Sequence[object],
         *,
         policy: str = "evolog",
-        drift: object = False,
-        now: object = None,
+        drift: bool | int | float | str | None = False,
+        now: int | str | None = None,
         as_of: int | None = None,
         include_dead: bool | None = None,
     ) -> Advice:
         """Which gene to prefer for ``signals`` and which to avoid (see
-        :meth:`evolog.advice.AdviceEngine.advise`)."""
+        :meth:`evolog.advice.AdviceEngine.advise`). ``drift`` is read as JavaScript reads a
+        value in a condition (evolver's input: ``"false"`` is true); ``now`` is None (the
+        clock), µs since the epoch or ISO-8601 text."""
         from evolog.advice import AdviceEngine
 
         if self._advice is None:
@@ -225,13 +268,24 @@ class Memory:
         return self._item_index
 
     def remember(
-        self, branch: str, text: str, tags: Iterable[str] = (), **kwargs: Any
+        self,
+        branch: str,
+        text: str,
+        tags: Iterable[str] = (),
+        *,
+        kind: str = "note",
+        author: str = "",
+        config: MemoryConfig | None = None,
+        envelope: dict[str, object] | None = None,
     ) -> Remembered:
         """Write a note to ``branch`` (deduplicated: a near-copy supersedes its original;
-        the branch is compressed when it outgrows the others); see :mod:`evolog._remember`."""
+        the branch is compressed when it outgrows the others). ``kind`` ``lesson`` (or
+        ``strategy``) writes a lesson, ``author`` says who wrote it; ``config`` replaces the
+        store's memory settings, ``envelope`` adds event fields (``agent``, ``session``...)."""
         from ._remember import remember
 
-        return remember(self.log, self._items(), branch, text, tags, **kwargs)
+        return remember(self.log, self._items(), branch, text, tags, kind=kind, author=author,
+                        config=config, envelope=envelope)  # fmt: skip
 
     def recall(
         self,
@@ -239,7 +293,17 @@ class Memory:
         *,
         signals: Sequence[str] | None = None,
         genes: Sequence[object] | None = None,
-        **kwargs: Any,
+        budget_chars: int | None = None,
+        top_n: int | None = None,
+        threshold: float | None = None,
+        branches: Collection[str] | None = None,
+        include_dead: bool = False,
+        survival: bool = True,
+        action_id: str = "",
+        record: bool = True,
+        config: MemoryConfig | None = None,
+        envelope: dict[str, object] | None = None,
+        url: str = "",
     ) -> RecallResult:
         """The memory items to inject for ``query``: a block within ``budget_chars`` plus the
         scored list; appends one ``recall`` event unless ``record=False`` (see
@@ -257,30 +321,58 @@ class Memory:
                 genes = [{"type": "Gene", "id": g} for g in strategy_ids(self.log, self._items())]
             extra, advice = advice_lines(self.advise(list(signals), list(genes)))
         result = recall(
-            self.log, self._items(), query, advice_lines=extra, signals=signals or (), **kwargs
-        )
+            self.log, self._items(), query, advice_lines=extra, signals=signals or (),
+            budget_chars=budget_chars, top_n=top_n, threshold=threshold, branches=branches,
+            include_dead=include_dead, survival=survival, action_id=action_id, record=record,
+            config=config, envelope=envelope, url=url,
+        )  # fmt: skip
         return msgspec.structs.replace(result, advice=advice) if advice is not None else result
 
-    def fetch(self, ids: Sequence[str], **kwargs: Any) -> dict[str, Any]:
+    def fetch(
+        self,
+        ids: Sequence[str],
+        *,
+        action_id: str = "",
+        via: str = "",
+        record: bool = True,
+        envelope: dict[str, object] | None = None,
+    ) -> dict[str, object]:
         """The details of the items ``ids`` name (the ids a recall block shows, or full
         ones); appends one ``fetched`` event unless ``record=False``, which credits them as
         used when the outcome of ``action_id`` arrives (see :func:`evolog._fetch.fetch`)."""
         from ._fetch import fetch
 
-        return fetch(self.log, self._items(), ids, **kwargs)
+        return fetch(self.log, self._items(), ids, action_id=action_id, via=via, record=record,
+                     envelope=envelope)  # fmt: skip
 
-    def feedback(self, item: str, verdict: str, note: str | None = None, **kwargs: Any) -> int:
-        """Record ``helpful``, ``harmful`` or ``neutral`` for an item; return the seq."""
+    def feedback(
+        self,
+        item: str,
+        verdict: str,
+        note: str | None = None,
+        *,
+        action_id: str = "",
+        envelope: dict[str, object] | None = None,
+    ) -> int:
+        """Record ``helpful``, ``harmful`` or ``neutral`` for an item; return the seq. With
+        ``action_id`` the verdict is about that attempt (see :func:`evolog.feedback`)."""
         from ._remember import feedback
 
-        return feedback(self.log, self._items(), item, verdict, note, **kwargs)
+        return feedback(self.log, self._items(), item, verdict, note, action_id=action_id,
+                        envelope=envelope)  # fmt: skip
 
-    def compress(self, *, undo: str | None = None, **kwargs: Any) -> CompressResult:
+    def compress(
+        self,
+        *,
+        undo: str | None = None,
+        config: MemoryConfig | None = None,
+        envelope: dict[str, object] | None = None,
+    ) -> CompressResult:
         """Archive cold branches into one item each; ``undo=ITEM`` gives a merge's sources
         back."""
         from ._remember import compress
 
-        return compress(self.log, self._items(), undo=undo, **kwargs)
+        return compress(self.log, self._items(), undo=undo, config=config, envelope=envelope)
 
     # -- memory evolution -------------------------------------------------------------------
     def evolve(
@@ -289,7 +381,10 @@ class Memory:
         *,
         dry_run: bool = False,
         embedder: Embedder | None = None,
-        **kwargs: Any,
+        model: Model | None = None,
+        progress: Callable[[str], None] | None = None,
+        run: str | None = None,
+        use_async: bool = False,
     ) -> EvolveReport:
         """Run an evolution pipeline (an expression or a composed strategy) over the memory
         items and append what it changes as ``dreamed`` events (see
@@ -303,15 +398,26 @@ class Memory:
 
             embedder = get_embedder()
         return apply(
-            self.log, strategy, dry_run=dry_run, embedder=embedder, index=self._items(), **kwargs
-        )
+            self.log, strategy, dry_run=dry_run, embedder=embedder, index=self._items(),
+            model=model, progress=progress, run=run, use_async=use_async,
+        )  # fmt: skip
 
-    def curate(self, threshold: float = 0.3, **kwargs: Any) -> list[str]:
+    def curate(
+        self,
+        threshold: float = 0.3,
+        *,
+        dry_run: bool = False,
+        embedder: Embedder | None = None,
+        model: Model | None = None,
+        progress: Callable[[str], None] | None = None,
+        run: str | None = None,
+    ) -> list[str]:
         """Retire the items whose ACE score is below ``threshold``; return their ids (see
         :func:`evolog.dream.evolve.curate`)."""
         from evolog.dream.evolve import curate
 
-        return curate(self.log, threshold, index=self._items(), **kwargs)
+        return curate(self.log, threshold, index=self._items(), dry_run=dry_run,
+                      embedder=embedder, model=model, progress=progress, run=run)  # fmt: skip
 
     def evolve_undo(self, run: str) -> list[str]:
         """Retract every event of an evolution run; return their ids."""

@@ -59,6 +59,9 @@ GRACE_SECONDS = 300.0
 
 
 class SealResult(NamedTuple):
+    """What a seal moved: ``segments`` written holding ``rows`` events, the last of them
+    ``sealed_seq``, in ``seconds``."""
+
     segments: int
     rows: int
     sealed_seq: int
@@ -66,6 +69,9 @@ class SealResult(NamedTuple):
 
 
 class CompactResult(NamedTuple):
+    """What a compaction did: ``merged_segments`` read into ``new_segments`` holding the
+    same ``rows`` (events and seqs unchanged), in ``seconds``."""
+
     merged_segments: int
     new_segments: int
     rows: int
