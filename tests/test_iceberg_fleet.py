@@ -192,16 +192,26 @@ def test_kill_9_mid_upload_leaves_the_table_as_it_was(tmp_path: Path, fleet: Fle
     assert _snapshot(fleet) == snapshot
     assert table_rows(iceberg_sql(fleet.target, "SELECT * FROM events")) == table_rows(before)
 
-    # Publishing again finishes the job: the objects already there are not uploaded again.
+    # One orphan damaged in place, its size kept: its hash no longer matches its key.
+    damaged = sorted(orphans)[0]
+    client: Any = fleet.s3.client()
+    size = client.head_object(Bucket=fleet.bucket, Key=damaged)["ContentLength"]
+    client.put_object(Bucket=fleet.bucket, Key=damaged, Body=b"\0" * size)
+
+    # Publishing again finishes the job: the objects already there whole are not uploaded
+    # again; the damaged one is.
     result = fleet.publish_cli(big, "big")
     assert (result["operation"], result["added_files"]) == ("append", total)
-    assert result["uploaded_files"] == total - len(orphans)
+    assert result["uploaded_files"] == total - len(orphans) + 1
+    assert client.head_object(Bucket=fleet.bucket, Key=damaged)["ContentLength"] == size
     counts = iceberg_sql(
         fleet.target,
         "SELECT count(*) AS n, count(DISTINCT (store_id, seq)) AS d FROM events",
     ).to_pylist()
     want = len(replay_rows(small, "alpha")) + len(replay_rows(big, "big"))
     assert counts == [{"n": want, "d": want}]
+    got = table_rows(iceberg_sql(fleet.target, "SELECT * FROM events WHERE store_id = 'big'"))
+    assert got == sorted(replay_rows(big, "big"), key=lambda r: r["seq"])
     assert len(set(fleet.s3.keys(fleet.bucket, prefix)) - existing) == total
 
 
@@ -234,6 +244,13 @@ def test_bad_targets_are_one_line_errors_and_change_nothing(tmp_path: Path, flee
     assert not any("/data/" in k for k in fleet.s3.keys(fleet.bucket))
     assert publish(store, fleet.catalog, store_id="beta", warehouse=fleet.warehouse).added_files
     assert hash_tree(store) == tree
+    # An object of the table replaced behind its back (another size) is refused on read.
+    client: Any = fleet.s3.client()
+    key = next(k for k in fleet.s3.keys(fleet.bucket) if "/data/segments/" in k)
+    client.put_object(Bucket=fleet.bucket, Key=key, Body=b"not a segment")
+    with pytest.raises(CatalogError, match="expected a data file of") as caught:
+        iceberg_sql(fleet.target, "SELECT count(*) FROM events")
+    assert "\n" not in str(caught.value)
 
 
 def test_wrong_credentials_are_one_line_errors(
