@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _server_util import WRITE_TOKEN, LiveServer
+from _server_util import WRITE_TOKEN, LiveServer, free_port
 from evolog.advice.recall import render, short_id
 from evolog.advice.recall._block import FOOTER, HEADER
 from evolog.eventlog import EventLog, Fetched, Note, Outcome, Recall
@@ -295,3 +295,36 @@ def test_hook_index_then_an_mcp_fetch_then_the_outcome_credits_what_was_fetched(
     assert outcome.status == "success" and set(outcome.supported_by) == {blue, migrate}
     assert fold.evidence_of(migrate, ()) == (1, 0, 0)  # fetched: used
     assert fold.evidence_of(blue, ()) == (0, 0, 1)  # shown, not fetched: passed over
+
+
+def _worker(store: str, *args: str, port: int) -> dict[str, Any]:
+    evolog = str(Path(sys.executable).with_name("evolog"))
+    env = {**os.environ, "EVOLOG_WORKER_PORT": str(port)}
+    done = subprocess.run([evolog, "--store", store, "worker", *args], env=env, text=True,
+                          capture_output=True, check=True)  # fmt: skip
+    out: dict[str, Any] = json.loads(done.stdout)
+    return out
+
+
+def test_a_worker_names_its_url_in_the_block_and_answers_the_fetch(tmp_path: Path) -> None:
+    from evolog.worker._files import read_token
+
+    root, blue, _ = _store(tmp_path / "s")
+    port = free_port()
+    assert _worker(root, "start", "--dream-after", "-1", port=port)["ready"] is True
+    try:
+        auth = {"Authorization": f"Bearer {read_token(root)}"}
+        prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "w1", "prompt": DEPLOY}
+        r = httpx.post(f"http://127.0.0.1:{port}/hook/claude-code", json=prompt, headers=auth,
+                       timeout=60)  # fmt: skip
+        block = r.json()["hookSpecificOutput"]["additionalContext"]
+        assert f"GET http://127.0.0.1:{port}/v1/memory/<id>" in block, block
+        (attempt,) = re.findall(r"this task is attempt (cc-[^;]+);", block)
+        got = httpx.get(f"http://127.0.0.1:{port}/v1/memory/{short_id(blue)}",
+                        params={"action_id": attempt}, headers=auth, timeout=60)  # fmt: skip
+        assert got.status_code == 200 and got.json()["items"][0]["id"] == blue
+    finally:
+        _worker(root, "stop", port=port)
+    with EventLog(root) as log:
+        fetched = [e for e in log.replay() if isinstance(e, Fetched)]
+    assert [(e.items, e.action_id, e.via) for e in fetched] == [([blue], attempt, "http")]
