@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import struct
-from _blake2 import blake2b
 
 from . import _idtable
 from ._idtable import (
@@ -44,6 +43,7 @@ from ._idtable import (
     SLOT,
     IndexDamage,
     _Table,
+    blake2b,
     header_sound,
     key_of,
 )
