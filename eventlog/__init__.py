@@ -83,7 +83,7 @@ if TYPE_CHECKING:
         write_checked,
         write_parts,
     )
-    from ._files import FileLock, os_errors_as_storage
+    from ._files import FileLock, os_errors_as_storage, temp_beside
     from ._log import SEAL_THRESHOLD_BYTES, AutoSeal, EventLog, open_log
     from ._verify import VerifyReport
     from .schema._jsonin import from_builtins, from_json, parse_ts
@@ -98,7 +98,7 @@ __getattr__, __dir__ = lazy_exports(
         "._log": "EventLog open_log AutoSeal SEAL_THRESHOLD_BYTES",
         ".wal._receipt": "Durability Receipt",
         ".schema._jsonin": "from_builtins from_json parse_ts",
-        "._files": "FileLock os_errors_as_storage",
+        "._files": "FileLock os_errors_as_storage temp_beside",
         "._checked": "HEADER_SIZE checked_body file_crc header note_damage read_checked "
         "with_header write_checked write_parts",
         "._verify": "VerifyReport",
@@ -176,6 +176,7 @@ __all__ = [
     "parse_ts",
     "read_checked",
     "require_store",
+    "temp_beside",
     "to_json",
     "with_header",
     "write_checked",

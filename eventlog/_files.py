@@ -197,9 +197,17 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def temp_beside(path: str) -> str:
+    """A temporary name beside ``path`` that no other writer uses: two threads or processes
+    replacing the same file at once each write their own (with one shared name, one renames
+    the other's half-written file into place). The pid stays last, so a sweep can tell a dead
+    writer's leftover; os.urandom rather than secrets, which would load OpenSSL in the hook."""
+    return f"{path}.tmp.{os.urandom(6).hex()}.{os.getpid()}"
+
+
 def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data``: temp file, fsync, rename, fsync dir."""
-    tmp = f"{path}.tmp.{os.getpid()}"
+    tmp = temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         write_all(fd, data)

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import duckdb
+from evolog.eventlog import temp_beside
 
 from ._catalog import create_views
 from ._errors import EngineError, InvalidParameterError
@@ -90,7 +91,7 @@ def _has_rows(con: duckdb.DuckDBPyConnection, name: str) -> bool:
 
 def _copy(con: duckdb.DuckDBPyConnection, name: str, out_dir: str, fmt: ExportFormat) -> str:
     path = os.path.join(out_dir, f"{name}.{fmt}")
-    tmp = f"{path}.tmp"
+    tmp = temp_beside(path)
     with engine_errors(f"{path}: exporting {name}"):
         con.execute(f"COPY (SELECT * FROM {ident(name)}) TO {sql_string(tmp)} ({_OPTIONS[fmt]})")
     try:

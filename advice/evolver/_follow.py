@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import msgspec
-from evolog.eventlog import EventLog
+from evolog.eventlog import EventLog, temp_beside
 
 from .._errors import EvolverSourceError
 from ._file import MAX_LINE_BYTES, READ_CHUNK, EvolverImporter, ImportReport, read_range
@@ -73,7 +73,7 @@ def load_state(file: str) -> FollowState | None:
 
 def save_state(file: str, state: FollowState) -> None:
     """Write the state atomically; failing to save a cache never stops following."""
-    tmp = f"{file}.{os.getpid()}.tmp"
+    tmp = temp_beside(file)
     with contextlib.suppress(OSError):
         os.makedirs(os.path.dirname(file), exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as f:

@@ -16,7 +16,7 @@ import stat
 from typing import NamedTuple
 
 from .._errors import CorruptLogError
-from .._files import fsync_dir, write_all
+from .._files import fsync_dir, temp_beside, write_all
 from .._store import Paths
 from . import _frames as fr
 
@@ -169,7 +169,7 @@ def retire(fd: int, directory: str) -> int:
 def create(directory: str, base: int, dsync: bool = False) -> tuple[int, str]:
     """Create a new WAL file atomically (header, fsync, rename, dir fsync); open it."""
     path = os.path.join(directory, wal_name(base))
-    tmp = path + ".tmp"
+    tmp = temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
         mode = os.fstat(fd).st_mode

@@ -16,6 +16,8 @@ from typing import Final
 
 import msgspec
 
+from evolog.eventlog import temp_beside
+
 __all__ = ["PAUSE_FILE", "Paused", "load_paused", "pause_path", "paused", "save_paused"]
 
 PAUSE_FILE: Final = "paused.json"
@@ -61,7 +63,7 @@ def paused(root: str, session: str, cwd: str) -> bool:
 def save_paused(root: str, state: Paused) -> None:
     path = pause_path(root)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = temp_beside(path)
     try:
         with open(tmp, "wb") as f:
             f.write(msgspec.json.encode(state))

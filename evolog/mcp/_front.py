@@ -88,7 +88,9 @@ class _Cache:
     def save(self) -> None:
         self.unsaved = False
         data = {"key": self.key, "initialize": self.initialize, "lists": self.lists}
-        tmp = f"{self.path}.{os.getpid()}.tmp"
+        # evolog.eventlog.temp_beside's name, without importing the event log into the
+        # fast start: a name of its own per writer, so concurrent saves never share a file.
+        tmp = f"{self.path}.tmp.{os.urandom(6).hex()}.{os.getpid()}"
         with contextlib.suppress(OSError):  # a read-only home only costs the fast start
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             with open(tmp, "w", encoding="utf-8") as f:

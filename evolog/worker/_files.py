@@ -26,6 +26,8 @@ from collections.abc import Iterator
 
 import msgspec
 
+from evolog.eventlog import temp_beside
+
 __all__ = [
     "DEFAULT_PORT",
     "Record",
@@ -138,7 +140,7 @@ def header_file(root: str) -> str:
                 return path
     except OSError:
         pass
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = temp_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as f:
         f.write(line)
@@ -162,7 +164,7 @@ def write_record(root: str, record: Record) -> None:
     """Replace ``worker.json`` atomically (a reader sees the old or the new one)."""
     path = _record_path(root)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    tmp = temp_beside(path)
     with open(tmp, "wb") as f:
         f.write(msgspec.json.encode(record))
     os.replace(tmp, path)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Final
 
 import msgspec
-from evolog.eventlog import note_damage
+from evolog.eventlog import note_damage, temp_beside
 
 __all__ = ["Bpe", "Table"]
 
@@ -150,7 +150,7 @@ class Bpe:
         # A cache: if it cannot be written, the next cold process decodes the JSON again.
         with contextlib.suppress(OSError):
             os.makedirs(cache, exist_ok=True)
-            tmp = f"{target}.{os.getpid()}.tmp"
+            tmp = temp_beside(target)
             with open(tmp, "wb") as f:
                 f.write(header + body)
             os.replace(tmp, target)
