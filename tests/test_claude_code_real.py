@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -25,6 +26,9 @@ from evolog import Memory
 from evolog.hook._recall import settings as command_settings
 from evolog.worker._files import read_token
 from evolog.worker._settings import http_settings
+
+STRATEGY_LINE = re.compile(r"- Strategy \[(node-[^\]]+|m[0-9a-f]{6})\]")
+"""A dreamed strategy's line: its node id is long, so the block shows its short id."""
 
 EVOLOG = str(Path(sys.executable).with_name("evolog"))
 MARKER = "ZEBRA-7731: run the frobnicator tests with -x first"
@@ -134,7 +138,7 @@ def test_http_hooks_to_an_on_demand_worker_with_mcp_and_a_denied_tool(
     tools = {t["name"] for t in second[0].body["tools"]}
     assert {"mcp__evolog__recall", "mcp__evolog__remember"} <= tools
     text = text_of(second[0].body)
-    assert "Strategy [node-" in text and "Bash echo beta-out" in text
+    assert STRATEGY_LINE.search(text) and "Bash echo beta-out" in text
     # The denied call's result went back to the model as an error; the command never ran.
     denied = [
         c for c in second[-1].body["messages"][-1]["content"] if c.get("type") == "tool_result"
@@ -209,7 +213,7 @@ def test_the_readme_plugin_setup_dreams_without_evolog_dream(claude: str, tmp_pa
                        check=False)  # fmt: skip
     assert MARKER in text_of(first[0].body)
     text = text_of(second[0].body)
-    assert "Strategy [node-" in text and "Bash echo beta-out" in text
+    assert STRATEGY_LINE.search(text) and "Bash echo beta-out" in text
     attempts = _events(store, "attempt")
     assert [a["task"] for a in attempts] == [PROMPT, PROMPT]
     (node,) = attempts[1]["decided_by"]
