@@ -85,7 +85,8 @@ def _segment_rows(
         pc.and_(pc.greater(table["seq"], after), pc.less_equal(table["seq"], upto)),
         pc.is_in(table["kind"], pa.array(EVOLVER_KINDS)),
     )
-    table = table.filter(mask)
+    if pc.sum(pc.invert(mask)).as_py():  # a segment of evolver rows only is not copied
+        table = table.filter(mask)
     n = table.num_rows
     if n == 0:
         return
