@@ -183,7 +183,8 @@ def test_forget_from_the_page_then_undo_it(
     page.screenshot(path=str(shots / "forgotten.png"), full_page=True)
     _show(page, "timeline")
     page.click(f'li.steer[data-id="{forget["id"]}"] button[data-op="retract"]')
-    page.wait_for_selector('#status:has-text("retract appended")')
+    # the steering list, drawn again after the action (or by the live follower), names it
+    page.wait_for_selector(f'li.steer:has-text("undo {forget["id"]}")')
     assert ledger_entry(store, note)["alive"]
     retraction = [e for e in events(store) if e["kind"] == "retraction"]
     assert [r["targets"] for r in retraction] == [[forget["id"]]]
@@ -235,3 +236,30 @@ def test_time_travel_bad_parameters_and_live_updates(
     assert page.locator(".attempt").count() == before + 1
     page.screenshot(path=str(shots / "live.png"), full_page=True)
     page.close()
+
+
+def test_evolog_ui_gives_the_workers_page_with_its_token(
+    browser: Any, worker: dict[str, Any], tmp_path: Path
+) -> None:
+    env = {**os.environ, "EVOLOG_WORKER_PORT": worker["url"].rsplit(":", 1)[1]}
+
+    def ui(*args: str, store: str = worker["store"]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([EVOLOG, "--store", store, "ui", "--no-open", *args], env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+
+    hidden = json.loads(ui().stdout)
+    assert hidden == {"url": worker["url"] + "/ui", "token": True, "opened": False}
+    shown = json.loads(ui("--show-token").stdout)
+    assert shown["url"] == f"{worker['url']}/ui#token={worker['token']}"
+    page = browser.new_page()
+    page.goto(shown["url"])  # the URL as printed opens the views, token and all
+    page.wait_for_selector('body[data-loaded^="timeline:"]')
+    assert page.locator(".session").count() >= 2
+    page.close()
+    none = ui(store=str(tmp_path / "elsewhere"))
+    assert none.returncode == 2 and none.stderr.startswith(
+        "evolog: error: no worker is running for the store"
+    )
+    bad = ui("--url", "ftp://host")
+    assert bad.returncode == 2
+    assert bad.stderr == "evolog: error: --url: expected http://HOST:PORT; got 'ftp://host'\n"

@@ -28,6 +28,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     tokens = base / "tokens"
     tokens.write_text(f"read {READ_TOKEN}\nwrite {WRITE_TOKEN}\n")
     with LiveServer(store, "--token-file", str(tokens)) as live:
+        # an agent fetches a recalled note's details by id for the failed attempt
+        attempt = next(e for e in events(store) if e["kind"] == "attempt"
+                       and e["session"] == "sess-bad")  # fmt: skip
+        fetched = httpx.get(f"{live.url}/v1/memory/{_note_id(store, NOTE)}", timeout=60,
+                            params={"action_id": attempt["action_id"]},
+                            headers={"authorization": f"Bearer {WRITE_TOKEN}"})  # fmt: skip
+        assert fetched.status_code == 200, fetched.text
         yield live
 
 
@@ -85,6 +92,8 @@ def test_each_view_shows_the_store(server: LiveServer) -> None:
     assert "make: *** [step2] Error 2" in timeline
     assert 'class="outcome success"' in timeline and 'class="outcome failed"' in timeline
     assert NOTE in timeline and "injected block" in timeline and "credit to" in timeline
+    assert re.search(r'class="fetched">fetched by id: <code>[0-9A-Z]+</code> \(\d+ chars, via '
+                     r"http\)", timeline)  # fmt: skip
     memory = got["memory"].text
     assert NOTE in memory and 'class="mem strategy"' in memory and "dreamed in cycle" in memory
     assert re.search(r'data-op="undo" data-cycle="dream-[0-9a-f]+"', memory)

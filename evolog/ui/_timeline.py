@@ -65,7 +65,9 @@ def attempts(con: duckdb.DuckDBPyConnection, f: Filters) -> list[dict[str, Any]]
 def _by_action(con: duckdb.DuckDBPyConnection, ids: list[str], since: int) -> Any:
     """{kind: {action_id: [rows]}} of the attempts' steps, recalls and outcomes, in one scan
     (each scan of the log costs more than everything else on the page)."""
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {"step": {}, "recall": {}, "outcome": {}}
+    out: dict[str, dict[str, list[dict[str, Any]]]] = {
+        "step": {}, "recall": {}, "outcome": {}, "fetched": {},
+    }  # fmt: skip
     if not ids:
         return out
     # An attempt's events follow it: the seq bound lets the scan skip older segments. Scores
@@ -73,8 +75,9 @@ def _by_action(con: duckdb.DuckDBPyConnection, ids: list[str], since: int) -> An
     sql = (
         "SELECT kind, action_id, seq, epoch_us(ts) AS ts, index, action, tool, ok, error, "
         "duration_ms, items, CAST(scores AS DOUBLE[]) AS scores, chars, budget, status, score, "
-        "delta, note, supported_by, decided_by FROM events WHERE kind IN ('step', 'recall', "
-        "'outcome') AND seq >= ? AND list_contains(?, action_id) ORDER BY seq"
+        "delta, note, supported_by, decided_by, via FROM events WHERE kind IN ('step', "
+        "'recall', 'outcome', 'fetched') AND seq >= ? AND list_contains(?, action_id) "
+        "ORDER BY seq"
     )
     for row in _rows(con, sql, [since, ids]):
         out[row["kind"]].setdefault(row["action_id"], []).append(row)
@@ -108,7 +111,7 @@ def timeline(con: duckdb.DuckDBPyConnection, f: Filters, credit: Any) -> str:
     ids = [r["action_id"] for r in rows]
     since = min((r["seq"] for r in rows), default=0)
     found = _by_action(con, ids, since)
-    steps, recalls, outcomes = found["step"], found["recall"], found["outcome"]
+    recalls, outcomes = found["recall"], found["outcome"]
     recalled = {i for rs in recalls.values() for r in rs for i in r["items"] or ()}
     texts = _item_texts(con, recalled)
     credited = {
@@ -132,17 +135,16 @@ def timeline(con: duckdb.DuckDBPyConnection, f: Filters, credit: Any) -> str:
                 f'<div class="session"><h3>session {text(session or "(none)")} · agent '
                 f"{text(r['agent'] or '(none)')}</h3>"
             )
-        out.append(_attempt(r, steps, recalls, outcomes, texts, moves))
+        out.append(_attempt(r, found, texts, moves))
     if rows:
         out.append("</div>")
     out.append("</section>")
     return "".join(out)
 
 
-def _attempt(
-    r: dict[str, Any], steps: Any, recalls: Any, outcomes: Any, texts: dict[str, str], moves: Any
-) -> str:
+def _attempt(r: dict[str, Any], found: Any, texts: dict[str, str], moves: Any) -> str:
     aid = r["action_id"]
+    steps, recalls, outcomes = found["step"], found["recall"], found["outcome"]
     out = [
         f'<article class="attempt" data-action="{text(aid)}"><h4>'
         f'<span class="seq">#{r["seq"]}</span> {when(r["ts"])} · '
@@ -161,6 +163,11 @@ def _attempt(
                 f"{memory_text(texts.get(item, ''), 200)}</li>"
             )
         out.append("</ol></div>")
+    for got in found["fetched"].get(aid, []):
+        out.append(
+            f'<p class="fetched">fetched by id: <code>{text(", ".join(got["items"] or []))}'
+            f"</code> ({got['chars']} chars, via {text(got['via'] or '?')})</p>"
+        )
     st = steps.get(aid, [])
     if st:
         out.append('<ol class="steps">')
