@@ -33,6 +33,9 @@ from evolog.iceberg import (
 )
 from evolog.iceberg._storage import s3_properties
 
+# On one worker: the module's servers (an S3 server, a PostgreSQL cluster) start once.
+pytestmark = pytest.mark.xdist_group("iceberg_fleet")
+
 QUERY = (
     "SELECT store_id, kind, count(*) AS n, min(seq) AS lo, max(seq) AS hi, "
     "count(score) AS scored FROM events GROUP BY store_id, kind ORDER BY store_id, kind"
@@ -137,7 +140,11 @@ def test_a_fleet_table_in_s3_answers_from_a_process_that_reaches_no_store(
     shutil.rmtree(local)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    done = fleet.run("sql", "--iceberg", fleet.target, QUERY, "--format", "json", cwd=elsewhere)
+    # (The endpoint as an option this time, none in the environment.)
+    options = ["--format", "json", "--s3-endpoint", fleet.s3.endpoint]
+    done = fleet.run(
+        "sql", "--iceberg", fleet.target, QUERY, *options, cwd=elsewhere, AWS_ENDPOINT_URL=""
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == want
     assert os.listdir(elsewhere) == []

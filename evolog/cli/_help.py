@@ -262,10 +262,14 @@ DOCS: dict[str, tuple[str, tuple[str, ...]]] = {
     "publish iceberg": (
         "Register the store's sealed Parquet segments (in place, byte-identical) in an\n"
         "Iceberg table, one snapshot per publish; publishing again adds only what is\n"
-        "new. Needs the extra evolog[iceberg].",
+        "new. With an s3:// warehouse each new segment is first uploaded once, named\n"
+        "by its SHA-256 (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY in the\n"
+        "environment). Needs the extra evolog[iceberg].",
         (
             "evolog publish iceberg ./warehouse --store-id laptop-1",
             "evolog publish iceberg sqlite:///cat.db --warehouse ./wh --table team.events --seal",
+            "evolog publish iceberg postgresql://evolog@db/evolog --warehouse s3://fleet/wh "
+            "--s3-endpoint http://127.0.0.1:9000",
         ),
     ),
     "evolve": (
