@@ -2,8 +2,11 @@
 
 Sealed segments are registered in place (the Parquet files stay byte-identical; only
 Iceberg metadata is written), one snapshot per publish, under the store's ``store_id``
-partition. pyiceberg is an optional extra: importing this package does not import it
-(about 0.9 s); the first call that needs it does, or raises :class:`MissingExtraError`.
+partition. A table whose warehouse is in object storage (``s3://BUCKET/PREFIX``, a catalog
+in PostgreSQL or a REST catalog) gets a copy of each segment instead, uploaded once under
+its SHA-256, so a fleet's table is read where no store's folder is. pyiceberg is an
+optional extra: importing this package does not import it (about 0.9 s); the first call
+that needs it does, or raises :class:`MissingExtraError`.
 
 Errors (all derive from :class:`IcebergError`; pyiceberg's, SQLAlchemy's and the file
 system's are mapped, never raised as they are)::
