@@ -2,6 +2,7 @@
 
 ``--crash-loops N`` (or ``EVOLOG_CRASH_LOOPS=N``) sets how many times the crash tests
 kill a writer; the default is small so the suite stays fast, the ``long`` variants use 100.
+``HYPOTHESIS_PROFILE=evolog-long`` runs ten times the property tests' examples.
 """
 
 from __future__ import annotations
@@ -18,7 +19,21 @@ settings.register_profile(
     deadline=None,  # file-system work on a shared 2-core machine has no stable latency
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "evolog"))
+# HYPOTHESIS_PROFILE=evolog-long: ten times the examples, for a run with time to spare (the
+# default profile is sized for CI). A test that sets its own count takes it from examples().
+LONG_EXAMPLES_FACTOR = 10
+settings.register_profile(
+    "evolog-long", parent=settings.get_profile("evolog"), max_examples=100 * LONG_EXAMPLES_FACTOR
+)
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "evolog")
+settings.load_profile(HYPOTHESIS_PROFILE)
+
+
+def examples(n: int) -> int:
+    """``max_examples`` for a property test sized ``n`` for CI: ``n`` under the default
+    profile, ``LONG_EXAMPLES_FACTOR`` times it under ``evolog-long``."""
+    return n * LONG_EXAMPLES_FACTOR if HYPOTHESIS_PROFILE == "evolog-long" else n
+
 
 DEFAULT_CRASH_LOOPS = 5
 LONG_CRASH_LOOPS = 100

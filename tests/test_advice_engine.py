@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import evolog.advice._keysearch as keysearch
+from conftest import examples
 from evolog.advice import AdviceEngine
 from evolog.advice._cache import STATE_FILE, cache_dir
 from evolog.advice._keysearch import KeyCatalog, jaccard, key_signals
@@ -80,7 +81,7 @@ def _answers(engine: AdviceEngine) -> list[Any]:
 
 
 @given(histories(), st.integers(0, 2**32))
-@settings(max_examples=40)
+@settings(max_examples=examples(20))
 def test_incremental_equals_rebuild_equals_cache(batches: list[list[Event]], seed: int) -> None:
     import tempfile
 
@@ -217,7 +218,7 @@ def test_exact_scan_below_the_threshold() -> None:
 
 
 @given(long_evolver_histories(), st.booleans())
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_sealed_fold_passing_over_rows_equals_the_wal_fold(
     history: tuple[list[Event], list[int]], compact: bool
 ) -> None:

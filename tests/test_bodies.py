@@ -14,6 +14,7 @@ import evolog.eventlog as eventlog
 import msgspec
 import pyarrow as pa
 import pytest
+from conftest import examples
 from evolog.eventlog.schema._codec import decode_array, encode
 from evolog.eventlog.sealed import _bodies
 from evolog.eventlog.sealed._arrow import events_to_table
@@ -55,7 +56,7 @@ def test_the_converter_is_built() -> None:
     st.integers(0, 3),
     st.integers(1, 2**62),
 )
-@settings(max_examples=300)
+@settings(max_examples=examples(100))
 def test_equal_to_the_python_way_for_every_kind(
     events: list[eventlog.Event], cuts: list[int], skip: int, first: int
 ) -> None:

@@ -33,7 +33,11 @@ from hypothesis import strategies as st
 from strategies import texts
 
 
-@pytest.mark.parametrize("embedder", [HashingEmbedder(), get_embedder("wordllama")], ids=str)
+# Ids by class, not the default repr: its address differs between the workers of a parallel
+# run, which must all collect the same test names.
+@pytest.mark.parametrize(
+    "embedder", [HashingEmbedder(), get_embedder("wordllama")], ids=lambda e: type(e).__name__
+)
 def test_embedders_give_unit_rows_and_rank_paraphrases_first(embedder: Embedder) -> None:
     texts = [
         "fix the failing import of the yaml module",
