@@ -5,6 +5,14 @@ supersedes it (the same item, a new version, its history kept); a branch that ou
 others is compressed by a note listing its sources; ``compress`` archives cold branches;
 ``compress(undo=ITEM)`` retracts a compression or archive note, which gives its sources
 back. The decisions are :mod:`projections.memory._plan`'s.
+
+``remember(kind="lesson")`` writes a lesson: the item the agent (or the hook's reflection at
+``Stop``) authors for later tasks. It is ranked with the other items, shown with its
+evidence ("worked N of M"), credited as a decider by the outcome of every attempt it was
+injected into, and born in the survival ledger with the same batch as its note, so it pays
+the same upkeep as a dreamed strategy and dies as one does when its outcomes are failures
+(a dead item is never recalled). Lessons are never compressed or archived: merging one
+into a note would pool credit the ledger gives each apart.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from typing import Any, Final
 
 import msgspec
 
-from evolog.eventlog import EventLog, Feedback, Outcome, Retraction, new_id
+from evolog.eventlog import EventLog, Feedback, Lifecycle, Outcome, Retraction, new_id
 from evolog.projections import InvalidParameterError
 from evolog.projections.memory import (
     BACKBONE,
@@ -27,11 +35,23 @@ from evolog.projections.memory import (
     write_note,
 )
 
-__all__ = ["VERDICTS", "CompressResult", "Remembered", "compress", "feedback", "remember"]
+__all__ = [
+    "KINDS",
+    "VERDICTS",
+    "CompressResult",
+    "Remembered",
+    "compress",
+    "feedback",
+    "remember",
+]
 
 VERDICTS: Final = {"helpful": 1.0, "harmful": -1.0, "neutral": 0.0}
 """Feedback verdicts and the rating (and ledger delta) each is recorded with."""
 MAX_BRANCH: Final = 200
+KINDS: Final = {"note": False, "lesson": True, "strategy": True}
+"""What ``remember`` may write, and whether it is a lesson (an agent's "strategy" is one:
+strategies proper are dreamed from traces)."""
+MAX_AUTHOR: Final = 64
 
 
 class Remembered(msgspec.Struct, frozen=True, kw_only=True):
@@ -41,6 +61,7 @@ class Remembered(msgspec.Struct, frozen=True, kw_only=True):
     seq: int
     superseded: bool
     branch: str
+    kind: str = "note"
     compressed: str | None = None
     compressed_sources: list[str] = []
 
@@ -79,8 +100,21 @@ def remember(
     *,
     config: MemoryConfig | None = None,
     envelope: dict[str, Any] | None = None,
+    kind: str = "note",
+    author: str = "",
 ) -> Remembered:
-    """Write ``text`` to ``branch`` (deduplicated), then compress the branch if it is due."""
+    """Write ``text`` to ``branch`` (deduplicated), then compress the branch if it is due.
+
+    ``kind`` ``lesson`` (or ``strategy``) writes a lesson (see the module docstring);
+    ``author`` says who wrote it (``agent``, ``reflection``; "" for a person)."""
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise InvalidParameterError(f"kind: expected one of note, lesson, strategy; got {kind!r}")
+    lesson = KINDS[kind]
+    author = _text("author", author, empty=True).strip()
+    if len(author) > MAX_AUTHOR:
+        raise InvalidParameterError(
+            f"author: expected at most {MAX_AUTHOR} characters; got {len(author)}"
+        )
     branch = _text("branch", branch).strip()
     if len(branch) > MAX_BRANCH:
         raise InvalidParameterError(
@@ -96,14 +130,22 @@ def remember(
         with log.snapshot() as snap:
             fold = index.refresh(snap, log)
             dead = index.dead_entries(log, snap) if fold.state.items else frozenset()
-        note, superseded = write_note(fold, branch, text, tag_list, cfg, dead=dead, **env)
+        note, superseded = write_note(
+            fold, branch, text, tag_list, cfg, dead=dead, lesson=lesson, author=author, **env
+        )
         # The compression a write triggers is decided before the write and appended with
         # it as one batch: a crash can leave neither, or both, never the note alone.
-        merge = compression_note(fold, branch, cfg, pending=note) if branch != BACKBONE else None
+        due = branch != BACKBONE and not lesson
+        merge = compression_note(fold, branch, cfg, pending=note) if due else None
         return note, superseded, merge
 
     note, superseded, merge = index.guarded(decide)
-    batch = [note]
+    batch: list[Any] = [note]
+    if lesson and superseded is None:
+        # Born with its note, as a dreamed node is with its ``node`` event: it pays upkeep
+        # from its first tick, not from the first outcome that names it.
+        birth_env = {k: v for k, v in env.items() if k != "id"}
+        batch.append(Lifecycle(id=f"birth:{note.id}", entry=note.id, op="birth", **birth_env))
     if merge is not None:
         # Named after the note, so a retried write (the same envelope id) appends neither
         # twice: both ids are known to the log.
@@ -125,6 +167,7 @@ def remember(
         seq=seq,
         superseded=superseded is not None,
         branch=branch,
+        kind="lesson" if lesson else "note",
         compressed=compressed,
         compressed_sources=sources,
     )

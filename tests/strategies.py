@@ -18,7 +18,8 @@ Public strategies:
 - :func:`darwin_streams`: survival-ledger call streams (births with probation and pins,
   decisions, late or repeated settlements, catch-up ticks, pin/unpin/forget);
 - :func:`memory_ops`: memory-item operation streams (remember, recall, feedback, outcomes,
-  constraints, compress and undo, seal);
+  constraints, compress and undo, seal); :func:`lesson_ops`: the same with lessons, the
+  outcomes they decide and ledger ticks;
 - :func:`outcome_streams`: logs of attempts and outcomes for the edge statistics (outcomes
   with and without their own key and gene, late and repeated outcomes, equal, out-of-order
   and far times, hypotheses, signals, retractions), with seal points;
@@ -405,6 +406,38 @@ def memory_ops(draw: st.DrawFn, max_size: int = 30) -> list[tuple[Any, ...]]:
             )
         elif op == "constraint":
             ops.append((op, draw(st.integers(0, 50)), draw(text)))
+        else:
+            ops.append((op,))
+    return ops
+
+
+@st.composite
+def lesson_ops(draw: st.DrawFn, max_size: int = 24) -> list[tuple[Any, ...]]:
+    """Memory-item operations with lessons: ``("remember", branch, text)`` (a note),
+    ``("lesson", branch, text)``, ``("recall", query)``, ``("decided", k, status)`` (an
+    attempt and its outcome decided by the k-th item written, modulo), ``("feedback", k,
+    verdict)``, ``("tick", n)``, ``("seal",)`` and ``("refresh",)``. Texts come from
+    :data:`MEMORY_WORDS`, so lessons supersede each other, and failures and ticks bury some."""
+    text = st.lists(st.sampled_from(MEMORY_WORDS), min_size=1, max_size=5).map(" ".join)
+    branch = st.sampled_from(MEMORY_BRANCHES)
+    ops: list[tuple[Any, ...]] = []
+    for _ in range(draw(st.integers(0, max_size))):
+        op = draw(st.sampled_from(
+            ["lesson"] * 4 + ["remember", "recall", "recall", "feedback", "tick", "seal"]
+            + ["decided"] * 4 + ["refresh"]
+        ))  # fmt: skip
+        if op in ("lesson", "remember"):
+            ops.append((op, draw(branch), draw(text)))
+        elif op == "recall":
+            ops.append((op, draw(text)))
+        elif op == "decided":
+            status = st.sampled_from(["success", "failed", "failed", "partial"])
+            ops.append((op, draw(st.integers(0, 20)), draw(status)))
+        elif op == "feedback":
+            verdict = st.sampled_from(["helpful", "harmful", "neutral"])
+            ops.append((op, draw(st.integers(0, 20)), draw(verdict)))
+        elif op == "tick":
+            ops.append((op, draw(st.integers(1, 12))))
         else:
             ops.append((op,))
     return ops

@@ -33,6 +33,7 @@ from typing import Final
 
 from evolog.projections.memory import (
     GENE,
+    LESSON,
     STRATEGY,
     MemoryItem,
     names_own_step,
@@ -85,9 +86,9 @@ def short_id(item_id: str) -> str:
 
 
 def evidence(item: MemoryItem, counts: Counts | None = None) -> str:
-    """An item's evidence as the block shows it: for a strategy how many of its tries
-    succeeded, for another item (with its ACE ``counts``) how many recorded uses helped."""
-    if item.kind == STRATEGY:
+    """An item's evidence as the block shows it: for a strategy or a lesson how many of its
+    tries succeeded, for another item (with its ACE ``counts``) how many recorded uses helped."""
+    if item.kind in (STRATEGY, LESSON):
         won, lost = [*item.tries, 0, 0][:2]
         if won + lost == 0:
             return "(no recorded tries)"
@@ -107,8 +108,17 @@ def _label(item: MemoryItem, ident: str, counts: Counts | None) -> str:
         return f"- Strategy [{ident}]{proof}"
     if item.kind == GENE:
         return f"- Gene [{ident}]{proof}"
+    if item.kind == LESSON:
+        return f"- Lesson [{ident}]{proof}{_by(item)}"
     tags = f" ({', '.join(safe_text(t, _LABEL) for t in item.tags)})" if item.tags else ""
     return f"- Note [{ident}] {safe_text(item.branch, _LABEL)}{tags}{proof}"
+
+
+def _by(item: MemoryItem) -> str:
+    """A lesson's provenance: who wrote it, in which session."""
+    who = safe_text(item.author, _LABEL) if item.author else ""
+    where = f"session {safe_text(item.session, _LABEL)}" if item.session else ""
+    return f" by {' in '.join(x for x in (who, where) if x)}" if who or where else ""
 
 
 def index_line(item: MemoryItem, ident: str = "", counts: Counts | None = None) -> str:

@@ -246,7 +246,10 @@ class Note(Event, frozen=True, tag="note"):
     ``item`` is the memory item the note writes (empty: a new item named by the note's own
     id); ``branch`` its Living Memory branch (``backbone`` is permanent); ``sources`` the
     items a compression or archive note merges (archived, never deleted); ``reason`` says
-    which (``compress`` or ``archive``).
+    which (``compress`` or ``archive``). ``lesson`` makes the item a lesson: recalled and
+    credited like a strategy, born in the survival ledger, never compressed; ``author`` says
+    who wrote it (``agent`` over MCP, ``reflection`` for the hook's lesson at ``Stop``, ""
+    for a person or a program).
     """
 
     text: str = ""
@@ -255,6 +258,8 @@ class Note(Event, frozen=True, tag="note"):
     branch: str = ""
     sources: list[str] = []
     reason: str | None = None
+    lesson: bool = False
+    author: str = ""
 
 
 class Recall(Event, frozen=True, tag="recall"):

@@ -30,6 +30,12 @@ def add_memory_commands(sub: Any) -> None:
     s.add_argument("branch", help="the branch (e.g. backbone, deploy, the project's name)")
     s.add_argument("text", help="what to remember")
     s.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+    s.add_argument(
+        "--kind",
+        choices=("note", "lesson"),
+        default="note",
+        help="a lesson is credited, decayed and can die in the ledger like a strategy",
+    )
     s.set_defaults(func=run_remember)
 
     s = sub.add_parser(
@@ -90,7 +96,7 @@ def _memory(args: argparse.Namespace) -> Any:
 
 def run_remember(args: argparse.Namespace) -> int:
     with _memory(args) as mem:
-        print_json(mem.remember(args.branch, args.text, args.tag))
+        print_json(mem.remember(args.branch, args.text, args.tag, kind=args.kind))
     return 0
 
 

@@ -98,6 +98,9 @@ class SessionState(msgspec.Struct):
     observed: list[str] = []  # the signals observed during the open attempt
     pending: list[Constraint] = []  # constraints kept only if the attempt fails
     report: Report | None = None
+    task: str = ""  # the prompt as the content policy keeps it (a reflected lesson's topic)
+    failing: list[list[str]] = []  # [tool, action, error] of each failed call (bounded)
+    overcome: list[list[str]] = []  # [tool, failed action, error, action that then worked]
 
 
 def outcome_id(action_id: str) -> str:
@@ -292,6 +295,7 @@ def reset_evidence(st: SessionState) -> None:
     st.decided, st.supported, st.denied = [], [], []
     st.carried, st.observed, st.pending = [], [], []
     st.report = None
+    st.task, st.failing, st.overcome = "", [], []
 
 
 def _same_dir(recorded: str, here: str) -> bool:

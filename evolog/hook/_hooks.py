@@ -14,7 +14,9 @@ PostToolUseFailure a failed step and its error signal (``error``; ``is_interrupt
 PermissionDenied   a step that did not run and a signal ``permission_denied``
 Stop               outcome of the open attempt on its evidence (:mod:`._credit`): steps
                    for calls that never ran, then ``success``, ``failed``, ``denied``,
-                   ``interrupted`` or ``unknown``; a failed one's constraints
+                   ``interrupted`` or ``unknown``; a failed one's constraints; a
+                   success that overcame a failed call, its lesson (opt-in:
+                   :mod:`evolog.hook._reflect`)
 StopFailure        outcome ``api_error``
 SessionEnd         outcome ``abandoned`` for an attempt still open; cold branches of
                    memory notes archived (:func:`evolog.hook._recall.archive`)
@@ -74,6 +76,7 @@ from ._credit import (
 )
 from ._files import keep_dead_letter, locked_state, prune_states, state_dir, state_name
 from ._recall import Injection, archive, for_prompt, for_session, output, warm
+from ._reflect import note_call
 
 __all__ = ["MAX_TEXT", "answer_claude_code", "handle_claude_code", "record_claude_code", "run_hook"]
 
@@ -211,10 +214,14 @@ def handle_claude_code(
         with locked_state(os.path.join(directory, state_name(session)), _State) as held:
             held.state.cwd = str(payload.get("cwd") or held.state.cwd)[:4096]
             held.state.session = session
+            # Stop forgets the attempt's evidence; a reflection reads it after.
+            before = msgspec.structs.replace(held.state)
             events = _events_for(event_name, payload, session, held.state, policy)
             got = Injection()
             if event_name == "UserPromptSubmit":
                 events, got = _inject(reader, payload, held.state, events, deadline)
+            elif event_name == "Stop" and before.overcome:
+                events.extend(_reflection(reader, before, events, deadline))
             elif event_name == "SessionEnd":  # Living Memory's root-level compression
                 env = {"agent": "claude-code", "session": session}
                 events.extend(archive(reader, env, _left(deadline) * 0.5))
@@ -229,6 +236,19 @@ def handle_claude_code(
 
 def _left(deadline: float) -> float:
     return max(deadline - time.monotonic(), 0.0)
+
+
+def _reflection(log: EventLog, st: _State, events: list[Event], deadline: float) -> list[Event]:
+    """A lesson for an attempt that ended ``success`` after overcoming a failure (opt-in)."""
+    from evolog.eventlog import Outcome
+
+    from ._reflect import reflect
+
+    done = next((e for e in events if isinstance(e, Outcome)), None)
+    if done is None or done.status != "success":
+        return []
+    env = {"agent": "claude-code", "session": st.session}
+    return reflect(log, st, done.action_id, env, _left(deadline) * 0.5)
 
 
 def _inject(
@@ -319,6 +339,7 @@ def _short(value: Any, n: int) -> str:
 
 def _open(st: _State, task: str | None, env: dict[str, Any]) -> Attempt:
     reset_evidence(st)
+    st.task = (task or "")[:400]
     st.turn += 1
     st.action_id = f"{HOOK_PREFIX}{env['session']}-{st.turn}-{time.time_ns() // 1000}"
     # The attempt is about what the session saw before it (errors of an earlier turn).
@@ -381,6 +402,7 @@ def _tool_events(
         out.append(Signal(signals=signals, **env))
         return out
     st.last_failed = error is not None
+    note_call(st, tool, action, error)
     if error is None:
         st.ran_ok += 1
     else:

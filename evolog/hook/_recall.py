@@ -3,8 +3,9 @@
 ``SessionStart`` injects the backbone and the project's notes (the branch named after the
 session's working directory), ``UserPromptSubmit`` what :func:`evolog._recall.recall` finds
 for the prompt; both within the budgets of the store's ``memory.json``. The items injected
-for a prompt become the attempt's ``supported_by`` (and, for the best strategy among them,
-``decided_by`` and ``gene``), so the outcome at ``Stop`` credits them.
+for a prompt become the attempt's ``supported_by`` (and, for the best strategy among them
+and every lesson, ``decided_by``; the strategy, or else the first lesson, is the ``gene``),
+so the outcome at ``Stop`` credits them.
 
 Injection may never break or stall the agent: the work runs under a wall-clock bound
 (:func:`bounded` on the main thread, :func:`within` on any), and any failure or overrun
@@ -165,7 +166,7 @@ def for_prompt(
     ``reserve``: characters of the budget kept for a line the caller adds to the block."""
     from evolog import digest, recall
     from evolog.advice import MAX_TASK_CHARS
-    from evolog.projections.memory import STRATEGY, load_config
+    from evolog.projections.memory import LESSON, STRATEGY, load_config
 
     # A pasted log or file can make a prompt longer than any query may be (recall refuses
     # it). What it pastes would drown the task in the embedding anyway, so such a prompt is
@@ -193,7 +194,10 @@ def for_prompt(
     if not result.text:
         return Injection()
     ids = [i.id for i in result.items]
-    decided = [i.id for i in result.items if i.kind == STRATEGY][:1]
+    # A lesson injected decides with the strategy: it was written as advice to follow, and
+    # credited as a mere supporter it would need four times the failures to die.
+    lessons = [i.id for i in result.items if i.kind == LESSON]
+    decided = [i.id for i in result.items if i.kind == STRATEGY][:1] + lessons
     event = Recall(
         digest=digest(prompt),
         items=ids,

@@ -143,19 +143,26 @@ def register(server: MCPServer, state: AppState) -> None:
     @server.tool(
         description=(
             "Remember a lesson for later tasks, in a branch (a topic; 'backbone' is "
-            "permanent). A near-copy of a note in the branch supersedes it. Example: "
+            "permanent). A near-copy of a note in the branch supersedes it. kind='lesson' "
+            "(or 'strategy'): recalled with how often it worked, credited by the outcomes of "
+            "the tasks it is injected into, and dropped once it keeps failing. Example: "
             "remember(branch='deploy', text='run the blue-green script, then check /health', "
-            "tags=['ops']) -> {'item': '01J...', 'superseded': False, 'branch': 'deploy', ...}"
+            "kind='lesson') -> {'item': '01J...', 'superseded': False, 'kind': 'lesson', ...}"
         ),
     )
     async def remember(
         branch: Annotated[str, Field(min_length=1, description="topic, e.g. 'deploy'")],
         text: Annotated[str, Field(min_length=1, description="the lesson, in a sentence or two")],
         tags: Annotated[list[str], Field(description="labels")] = [],  # noqa: B006
+        kind: Annotated[
+            Literal["note", "lesson", "strategy"],
+            Field(description="'lesson' (or 'strategy'): credited and can die; 'note': kept"),
+        ] = "note",
     ) -> dict[str, Any]:
         from evolog.server.routes import remember_json
 
-        req = RememberRequest(branch=branch, text=text, tags=list(tags))
+        # Written over MCP: the agent is the author.
+        req = RememberRequest(branch=branch, text=text, tags=list(tags), kind=kind, author="agent")
         try:
             return await to_thread.run_sync(remember_json, state, req)
         except Exception as exc:

@@ -193,11 +193,14 @@ class DreamRequest(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class RememberRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """Write a note to a branch (deduplicated; ``backbone`` is permanent)."""
+    """Write a note to a branch (deduplicated; ``backbone`` is permanent); ``kind`` lesson
+    (or strategy) writes a lesson, credited and decayed like a dreamed strategy."""
 
     branch: Annotated[str, msgspec.Meta(min_length=1, examples=["deploy"])]
     text: Annotated[str, msgspec.Meta(examples=["run the blue-green script, then check /health"])]
     tags: list[str] = []
+    kind: Literal["note", "lesson", "strategy"] = "note"
+    author: Annotated[str, msgspec.Meta(max_length=64, examples=["agent"])] = ""
 
 
 class RecallRequest(msgspec.Struct, forbid_unknown_fields=True):

@@ -1,4 +1,5 @@
-"""Memory items: notes, strategies and genes as one recallable model, folded from events."""
+"""Memory items: notes, lessons, strategies and genes as one recallable model, folded from
+events."""
 
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,8 @@ from ._items import (
     DEFAULT_BRANCH,
     GENE,
     GENE_BRANCH,
+    LESSON,
+    LESSON_BRANCH,
     NOTE,
     STRATEGY,
     STRATEGY_BRANCH,
@@ -32,6 +35,8 @@ __all__ = [
     "FOLD_KINDS",
     "GENE",
     "GENE_BRANCH",
+    "LESSON",
+    "LESSON_BRANCH",
     "NOTE",
     "STRATEGY",
     "STRATEGY_BRANCH",

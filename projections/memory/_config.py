@@ -29,7 +29,9 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     TF-IDF cosines of a short prompt and a relevant note are typically 0.2-0.6, and
     applicability (``min_similarity``, ``min_margin`` over the nearest generic task) is what
     keeps unrelated prompts out. ``session_budget_chars``/``prompt_budget_chars`` are the
-    hook's budgets at session start and per prompt.
+    hook's budgets at session start and per prompt. ``reflect_lessons`` (off by default)
+    lets the hook write a lesson at ``Stop`` when a successful attempt overcame a failure
+    (:mod:`evolog.hook._reflect`).
     """
 
     ols_multiplier: float = 1.618
@@ -45,6 +47,7 @@ class MemoryConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     cold_branch_access_ratio: float = 0.1
     session_budget_chars: int = 2000
     prompt_budget_chars: int = 4000
+    reflect_lessons: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -88,6 +91,7 @@ _SECTIONS: Final = {
     ("archival", "cold_branch_access_ratio"): "cold_branch_access_ratio",
     ("hook", "session_budget_chars"): "session_budget_chars",
     ("hook", "prompt_budget_chars"): "prompt_budget_chars",
+    ("hook", "reflect_lessons"): "reflect_lessons",
 }
 
 

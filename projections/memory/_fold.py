@@ -5,7 +5,10 @@ Rules, decided here (the module docstring of :mod:`.` says why):
 * ``note``: writes item ``item`` (the event's own id when empty). A note naming an existing
   note item supersedes it: text replaced, tags unioned, version up, the event added to its
   history. ``sources`` are archived into the written item (branch compression and root
-  archiving); the item's ``group`` collects them so their evidence keeps counting.
+  archiving); the item's ``group`` collects them so their evidence keeps counting. A note
+  with ``lesson`` set writes a lesson item instead (branch ``lessons`` by default): a
+  lesson supersedes only a lesson, a note only a note, and a lesson's ``tries`` are its
+  ACE verdicts (helpful, harmful), so it shows "worked N of M" as a strategy does.
 * ``node`` (a dream's strategy): a write of that strategy; its content (goal, summary,
   ordered steps, constraints, liveness after merges and prunes) is the memory graph's
   (:class:`~projections.MemGraph`), read again when a ``node``, ``child_step``,
@@ -60,7 +63,16 @@ from evolog.eventlog import (
 )
 
 from ._genes import fold_gene
-from ._items import BACKBONE, DEFAULT_BRANCH, NOTE, STRATEGY, STRATEGY_BRANCH, MemoryItem
+from ._items import (
+    BACKBONE,
+    DEFAULT_BRANCH,
+    LESSON,
+    LESSON_BRANCH,
+    NOTE,
+    STRATEGY,
+    STRATEGY_BRANCH,
+    MemoryItem,
+)
 from ._steps import names_own_step
 from ._text import norm, term_freqs
 from ._use import credits, note_fetch
@@ -92,6 +104,8 @@ MAPS: Final = (
 )
 """The fold state's maps, each one table of the checkpoint file."""
 _VERDICT: Final = {"success": 0, "failed": 1, "partial": 2}
+_WRITTEN: Final = frozenset({NOTE, LESSON})
+"""The kinds ``remember`` writes (a constraint or a prune naming one is kept on it)."""
 
 
 class FoldState(msgspec.Struct, kw_only=True):
@@ -189,7 +203,7 @@ class ItemFold:
                 fold_gene(self.state.genes, event, verdict)
         elif isinstance(event, Constraint) and event.node is not None:
             item = st.items.get(event.node)
-            if item is not None and item.kind == NOTE:
+            if item is not None and item.kind in _WRITTEN:
                 if event.description and event.description not in item.constraints:
                     item.constraints = [*item.constraints, event.description]
             else:
@@ -204,7 +218,7 @@ class ItemFold:
     def _retire(self, item_id: str) -> bool:
         """Retire a note item (a ``prune`` naming it); False when it is not a note."""
         item = self.state.items.get(item_id)
-        if item is None or item.kind != NOTE:
+        if item is None or item.kind not in _WRITTEN:
             return False
         self._unpost(item)
         item.live = False
@@ -229,15 +243,21 @@ class ItemFold:
                 counts[held[0]] -= 1
             self.state.verdicts[key] = [verdict, int(by_feedback)]
         counts[verdict] += 1
+        found = peek(self.state.items, ref)
+        if found is not None and found.kind == LESSON:
+            # Read for keeps only for a lesson: a strategy's tries are the graph's.
+            self.state.items[ref].tries = counts[:2]
 
     def _note(self, e: Note) -> None:
         st = self.state
         item_id = e.item or e.id
+        kind = LESSON if e.lesson else NOTE
         old = st.items.get(item_id)
-        if old is not None and old.kind != NOTE:
-            return  # a note cannot supersede a strategy node
+        if old is not None and old.kind != kind:
+            return  # a note cannot supersede a strategy node, nor a lesson a note
         self._unpost(old)
-        branch = e.branch or (old.branch if old is not None else DEFAULT_BRANCH)
+        default = LESSON_BRANCH if e.lesson else DEFAULT_BRANCH
+        branch = e.branch or (old.branch if old is not None else default)
         group = list(old.group) if old is not None else []
         for src in e.sources:
             held = st.items.get(src)
@@ -247,9 +267,10 @@ class ItemFold:
                 self._unpost(held)
                 held.archived_by = item_id
             group.extend(x for x in (src, *held.group) if x not in group)
+        counts = st.evidence.get(item_id) if e.lesson else None
         item = MemoryItem(
             id=item_id,
-            kind=NOTE,
+            kind=kind,
             branch=branch,
             text=e.text,
             tags=list(dict.fromkeys([*(old.tags if old else ()), *e.tags])),
@@ -263,6 +284,9 @@ class ItemFold:
             constraints=list(old.constraints) if old is not None else [],
             group=group,
             tf=term_freqs(e.text),
+            tries=list(counts[:2]) if counts is not None else [],
+            author=e.author or (old.author if old is not None else ""),
+            session=e.session or (old.session if old is not None else ""),
         )
         st.items[item_id] = item
         self._touch(item_id)

@@ -1,10 +1,11 @@
 """What can be recalled: one record per memory item, folded from events.
 
-A memory item is a note (``note`` events: written by ``remember``, updated by a superseding
-note naming the same ``item``, merged by branch compression or root archiving), a strategy
-node of the memory graph (``node`` and its ``child_step``/``constraint`` events, from dreams
-and from the hook's failed tools), or a gene named by attempts and outcomes (``gene``), with
-the signals it was tried for and its evidence as text. Items are never edited: every change
+A memory item is a note or a lesson (``note`` events: written by ``remember``, updated by a
+superseding note naming the same ``item``, merged by branch compression or root archiving,
+never for a lesson), a strategy node of the memory graph (``node`` and its
+``child_step``/``constraint`` events, from dreams and from the hook's failed tools), or a
+gene named by attempts and outcomes (``gene``), with the signals it was tried for and its
+evidence as text. Items are never edited: every change
 is a new event, and an item's record is what the events say as of the fold's position.
 """
 
@@ -19,6 +20,8 @@ __all__ = [
     "DEFAULT_BRANCH",
     "GENE",
     "GENE_BRANCH",
+    "LESSON",
+    "LESSON_BRANCH",
     "NOTE",
     "STRATEGY",
     "STRATEGY_BRANCH",
@@ -33,7 +36,10 @@ STRATEGY_BRANCH: Final = "strategies"
 """The branch strategy nodes are listed under (compression never touches them)."""
 GENE_BRANCH: Final = "genes"
 """The branch gene items are listed under (never compressed, recalled by signals)."""
+LESSON_BRANCH: Final = "lessons"
+"""The branch of a lesson written without one."""
 NOTE: Final = "note"
+LESSON: Final = "lesson"
 STRATEGY: Final = "strategy"
 GENE: Final = "gene"
 
@@ -48,7 +54,9 @@ class MemoryItem(msgspec.Struct, kw_only=True):
     strategy, the sources of a merged note. A gene item lists the ``signals`` it was tried
     for and its ``outcomes`` (succeeded, failed, partial), which its text states. A strategy
     item's ``tries`` are its node group's (successes, failures): the traces it was dreamed
-    from and the outcomes naming it, each once.
+    from and the outcomes naming it, each once. A lesson (a note written as one) counts its
+    ``tries`` from the outcomes naming it, one verdict per attempt as ACE counts them;
+    ``author`` and ``session`` are who wrote it and in which session.
     """
 
     id: str
@@ -74,6 +82,8 @@ class MemoryItem(msgspec.Struct, kw_only=True):
     signals: list[str] = []
     outcomes: list[int] = []
     tries: list[int] = []
+    author: str = ""
+    session: str = ""
 
     @property
     def active(self) -> bool:

@@ -26,27 +26,32 @@ from evolog.eventlog import Note
 
 from ._config import MemoryConfig
 from ._fold import ItemFold
-from ._items import BACKBONE, NOTE, MemoryItem
+from ._items import BACKBONE, LESSON, NOTE, MemoryItem
 from ._text import cosine, sentences, term_freqs
 
 __all__ = ["archive_notes", "branch_sizes", "compression_note", "dedup_target", "write_note"]
 
 
-def _notes(fold: ItemFold, branch: str | None = None) -> list[MemoryItem]:
-    """Active notes (of one branch), in creation order."""
+def _notes(fold: ItemFold, branch: str | None = None, kind: str = NOTE) -> list[MemoryItem]:
+    """Active notes (or lessons) of one branch, in creation order."""
     items = fold.state.items.values()
-    out = [i for i in items if i.kind == NOTE and i.active and branch in (None, i.branch)]
+    out = [i for i in items if i.kind == kind and i.active and branch in (None, i.branch)]
     return sorted(out, key=lambda i: (i.created_seq, i.id))
 
 
 def dedup_target(
-    fold: ItemFold, branch: str, text: str, cfg: MemoryConfig, exclude: Iterable[str] = ()
+    fold: ItemFold,
+    branch: str,
+    text: str,
+    cfg: MemoryConfig,
+    exclude: Iterable[str] = (),
+    kind: str = NOTE,
 ) -> tuple[str, float] | None:
-    """The note item ``text`` would supersede in ``branch``, and its cosine; None if none."""
+    """The item of ``kind`` that ``text`` would supersede in ``branch``, and its cosine."""
     tf = term_freqs(text)
     skip = frozenset(exclude)
     best: tuple[float, int, str] | None = None
-    for item in _notes(fold, branch):
+    for item in _notes(fold, branch, kind):
         if item.id in skip:
             continue
         sim = cosine(tf, item.tf)
@@ -63,12 +68,20 @@ def write_note(
     cfg: MemoryConfig,
     *,
     dead: Iterable[str] = (),
+    lesson: bool = False,
+    author: str = "",
     **envelope: object,
 ) -> tuple[Note, str | None]:
-    """The note a ``remember`` appends, and the item it supersedes (None for a new item)."""
-    target = dedup_target(fold, branch, text, cfg, exclude=dead)
+    """The note a ``remember`` appends, and the item it supersedes (None for a new item).
+
+    A lesson supersedes a near-copy among the branch's lessons only (and a note among its
+    notes): a lesson's credit is its own, and a dead one is never written over."""
+    kind = LESSON if lesson else NOTE
+    target = dedup_target(fold, branch, text, cfg, exclude=dead, kind=kind)
     item = target[0] if target is not None else ""
-    note = Note(text=text, tags=list(dict.fromkeys(tags)), branch=branch, item=item, **envelope)  # type: ignore[arg-type]
+    tags = list(dict.fromkeys(tags))
+    fields = {"lesson": True, "author": author} if lesson else {"author": author}
+    note = Note(text=text, tags=tags, branch=branch, item=item, **fields, **envelope)  # type: ignore[arg-type]
     return note, item or None
 
 

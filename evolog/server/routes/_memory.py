@@ -24,7 +24,9 @@ def remember_json(state: AppState, req: RememberRequest) -> dict[str, Any]:
     from evolog import remember
 
     done = state.store.with_items(
-        lambda log, items: remember(log, items, req.branch, req.text, req.tags)
+        lambda log, items: remember(
+            log, items, req.branch, req.text, req.tags, kind=req.kind, author=req.author
+        )
     )
     out: dict[str, Any] = msgspec.to_builtins(done)
     return out
