@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
@@ -354,37 +355,11 @@ done:
 }
 
 /* -- views ------------------------------------------------------------------------------- */
-/* CRC-32 as zlib computes it (reflected polynomial 0xEDB88320), eight bytes per step. */
-static uint32_t crc_table[8][256];
-
-static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-}
-
+/* zlib's own CRC-32 (the one the files were written with): its braided loop is faster than a
+ * table of our own, and one CRC implementation cannot disagree with itself. crc32_z takes a
+ * size_t length, so a view past 4 GiB needs no splitting. */
 static uint32_t crc32_of(const unsigned char *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    while (n >= 8) {
-        uint32_t a, b;
-        memcpy(&a, p, 4);
-        memcpy(&b, p + 4, 4);
-        a ^= c;
-        c = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^
-            crc_table[5][(a >> 16) & 0xff] ^ crc_table[4][a >> 24] ^ crc_table[3][b & 0xff] ^
-            crc_table[2][(b >> 8) & 0xff] ^ crc_table[1][(b >> 16) & 0xff] ^ crc_table[0][b >> 24];
-        p += 8;
-        n -= 8;
-    }
-#endif
-    while (n--) c = crc_table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
+    return (uint32_t)crc32_z(0L, p, n);
 }
 
 /* The views' buffers: data, offsets (int64, rows + 1), and optionally crcs and live flags. */
@@ -573,6 +548,5 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__kernels(void) {
     dot_f16 = pick_dot_f16();
-    crc_init();
     return PyModule_Create(&module);
 }
