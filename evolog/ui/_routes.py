@@ -66,7 +66,7 @@ def render(state: AppState, name: str, f: Filters) -> tuple[str, int, int]:
         if name == "timeline":
             from ._timeline import steering, timeline
 
-            body = timeline(con, f, lambda ids: _credit(root, seq, ids)) + steering(con)
+            body = timeline(con, f, seq, lambda ids: _credit(root, seq, ids)) + steering(con)
         elif name == "memory":
             body = _memory(state, con, seq, head, f)
         elif name == "survival":

@@ -42,8 +42,15 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[d
     return [dict(zip(names, row, strict=True)) for row in rel.fetchall()]
 
 
-def attempts(con: duckdb.DuckDBPyConnection, f: Filters) -> list[dict[str, Any]]:
-    where, params = ["TRUE"], []
+#: The first window of seqs searched for the newest attempts (then eight times wider, until
+#: the page is full or the log is covered).
+WINDOW = 20_000
+
+
+def attempts(con: duckdb.DuckDBPyConnection, f: Filters, upto: int) -> list[dict[str, Any]]:
+    """The newest attempts at or before seq ``upto`` that pass the filters. A scan bounded
+    by seq skips the segments before it, and the newest attempts are near the head."""
+    where, params = ["seq > ?"], []
     for name in ("agent", "session"):
         value = getattr(f, name)
         if value:
@@ -59,7 +66,13 @@ def attempts(con: duckdb.DuckDBPyConnection, f: Filters) -> list[dict[str, Any]]
         "SELECT seq, epoch_us(ts) AS ts, action_id, task, agent, session, supported_by, gene "
         f"FROM attempts WHERE {' AND '.join(where)} ORDER BY seq DESC LIMIT ?"
     )
-    return _rows(con, sql, [*params, f.limit])
+    window = WINDOW
+    while True:
+        low = max(0, upto - window)
+        rows = _rows(con, sql, [low, *params, f.limit])
+        if len(rows) >= f.limit or low == 0:
+            return rows
+        window *= 8
 
 
 def _by_action(con: duckdb.DuckDBPyConnection, ids: list[str], since: int) -> Any:
@@ -105,9 +118,9 @@ def _item_texts(con: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, str]
     return out
 
 
-def timeline(con: duckdb.DuckDBPyConnection, f: Filters, credit: Any) -> str:
-    """The view's HTML. ``credit(ids)`` gives {entry: [(seq, what, amount, energy)]}."""
-    rows = attempts(con, f)
+def timeline(con: duckdb.DuckDBPyConnection, f: Filters, seq: int, credit: Any) -> str:
+    """The view as of ``seq``. ``credit(ids)`` gives {entry: [(seq, what, amount, energy)]}."""
+    rows = attempts(con, f, seq)
     ids = [r["action_id"] for r in rows]
     since = min((r["seq"] for r in rows), default=0)
     found = _by_action(con, ids, since)
@@ -202,12 +215,26 @@ def _attempt(r: dict[str, Any], found: Any, texts: dict[str, str], moves: Any) -
 
 def steering(con: duckdb.DuckDBPyConnection, limit: int = 30) -> str:
     """The page's own actions (and anyone's lifecycle events and retractions), undoable."""
-    rows = _rows(
-        con,
-        "SELECT seq, id, kind, agent, entry, op, item, text, target_cycle, targets "
-        "FROM events WHERE kind IN ('lifecycle', 'retraction') OR (kind = 'note' AND "
-        "agent = 'evolog-ui') ORDER BY seq DESC LIMIT ?",
-        [limit],
+    # Their seqs first (a scan of two narrow columns), then their fields from there on: the
+    # wide columns are read only where these few events are.
+    seqs = [
+        r["seq"]
+        for r in _rows(
+            con,
+            "SELECT seq FROM events WHERE kind IN ('lifecycle', 'retraction', 'note') AND "
+            "(kind <> 'note' OR agent = 'evolog-ui') ORDER BY seq DESC LIMIT ?",
+            [limit],
+        )
+    ]
+    rows = (
+        _rows(
+            con,
+            "SELECT seq, id, kind, agent, entry, op, item, text, target_cycle, targets "
+            "FROM events WHERE seq >= ? AND list_contains(?, seq) ORDER BY seq DESC",
+            [min(seqs), seqs],
+        )
+        if seqs
+        else []
     )
     out = ['<section class="steering"><h2>Steering</h2><ul>']
     for r in rows:
