@@ -25,9 +25,9 @@ Errors::
 """
 
 from ._claude import DEFAULT_MODEL as CLAUDE_DEFAULT_MODEL
-from ._claude import ClaudeDreamer, strip_fences
-from ._cycle import CycleReport, DreamConfig, DreamReport, Progress, cycle_id, dream, dream_lock
-from ._dreamer import Dreamer, DreamProgram, LinkCandidate, clean_text
+from ._claude import ClaudeDreamer
+from ._cycle import CycleReport, DreamConfig, DreamReport, Progress, dream
+from ._dreamer import Dreamer, DreamProgram, LinkCandidate
 from ._errors import (
     CycleError,
     DreamerAPIError,
@@ -82,7 +82,6 @@ from .isa._program import (
 from .isa._serializer import (
     LINE_BREAKS,
     SerializationError,
-    quote_arg,
     serialize_instruction,
     serialize_program,
 )
@@ -142,21 +141,16 @@ __all__ = [
     "VMContext",
     "VMResult",
     "classify_failure",
-    "clean_text",
     "confidence_of",
     "constraint_fields",
-    "cycle_id",
     "dependent_cycles",
     "dream",
-    "dream_lock",
     "last_parent_positions",
     "load_traces",
     "parse_program",
-    "quote_arg",
     "run_program",
     "serialize_instruction",
     "serialize_program",
-    "strip_fences",
     "tokenize_line",
     "undo_cycle",
 ]
