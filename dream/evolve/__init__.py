@@ -85,8 +85,6 @@ def pipeline(expression: str, options: Mapping[str, Mapping[str, Any]] | None = 
     return parse_pipeline(expression, registry)
 
 
-# Names other parts of evolog use load on first use: importing this package costs no
-# more than it did before they were exported.
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {

@@ -1,8 +1,7 @@
 """The write path: the checksummed write-ahead log files, their frames, the writer that hands
 out seqs under the cross-process lock, group commit, and the fork handler.
 
-Users import the public names from the parent package; ``__all__`` here is what
-other parts of evolog use (tests/test_architecture.py keeps them off the private modules).
+What other parts of evolog import from here.
 """
 
 from typing import TYPE_CHECKING
@@ -18,8 +17,6 @@ __all__ = [
 ]
 
 
-# Names other parts of evolog use load on first use: importing this package costs no
-# more than it did before they were exported.
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {

@@ -1,7 +1,6 @@
 """The ``evolog`` command line: the argument parser and one module per command family.
 
-Users import the public names from the parent package; ``__all__`` here is what
-other parts of evolog use (tests/test_architecture.py keeps them off the private modules).
+What other parts of evolog import from here.
 """
 
 from typing import TYPE_CHECKING
@@ -25,8 +24,6 @@ __all__ = [
 ]
 
 
-# Names other parts of evolog use load on first use: importing this package costs no
-# more than it did before they were exported.
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {

@@ -22,8 +22,6 @@ __all__ = [
 ]
 
 
-# Names other parts of evolog use load on first use: importing this package costs no
-# more than it did before they were exported.
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
