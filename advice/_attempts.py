@@ -2,7 +2,8 @@
 
 Several agents can have attempts open at the same time; each is closed by naming its action
 id (evolver keeps a single ``last_action`` and silently loses or double-counts outcomes,
-spec §9). The outcome's event id is ``outcome:<action_id>``, the log's idempotency key: if
+docs/reference/evolver-memory-graph.md §9). The outcome's event id is
+``outcome:<action_id>``, the log's idempotency key: if
 two processes close the same attempt at once, the log stores one outcome and the other
 caller gets :class:`AttemptAlreadyClosedError` — an attempt can never be counted twice.
 An outcome for an action id the log has no attempt for is :class:`UnknownAttemptError`.

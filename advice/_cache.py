@@ -27,7 +27,7 @@ from ._forgotten import ForgottenIds
 from ._keysearch import KeyCatalog
 from ._state import AdviceState, AttemptInfo
 
-FORMAT = 3  # 2: ``forgotten`` (see AdviceState); 3: the keys' matching sets (issue 17.3)
+FORMAT = 3  # 2: ``forgotten`` (see AdviceState); 3: the keys' matching sets (advice._keysearch)
 STATE_FILE = "state.msgpack"
 INDEX_FILE = "keys.usearch"
 

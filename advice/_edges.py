@@ -14,7 +14,7 @@ from the cache) plus a dict *overlay* of the statistics changed since; lookups c
 overlay first, and :meth:`StatTable.columns` merges both for saving.
 
 These are the projections' ``per_event`` edges and gene priors, folded again for the cold
-path; which is the reference, and the test that keeps them equal: :mod:`evolog.projections.edges`.
+path; which is the authority, and the test that keeps them equal: :mod:`evolog.projections.edges`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ evolver's sorted, de-duplicated, normalised signals joined by ``|``, so the part
 the normalised set (except for signals that themselves contain ``|``, which evolver's keys
 cannot tell apart either). Similarity is Jaccard over those sets.
 
-**Related keys** (issue 17.3). evolver's normalisation keeps digits inside tokens, so
+**Related keys**. evolver's normalisation keeps digits inside tokens, so
 ``timeout after 646ms`` and ``timeout after 1200ms`` hash to different ``errsig_norm`` keys
 and one recurring error spreads over as many keys as it has timings. Matching therefore uses
 each key's *matching set* (:func:`match_signals`): the normalised signals with every

@@ -1,11 +1,13 @@
-"""Outcome inference, as evolver infers an attempt's outcome (spec §8), as library functions.
+"""Outcome inference, as evolver infers an attempt's outcome, as library functions
+(docs/reference/evolver-memory-graph.md §8).
 
 ``infer_outcome`` first looks for the newest ``EvolutionEvent`` with an outcome in the
 evidence text (the session and log tails); failing that it starts from whether ``log_error``
 was seen before and after the attempt and nudges the score by the change in error count and
 scan time. evolver's quirks are kept on purpose, so that imported and native outcomes agree:
 "no error before or after" is a success (0.6), ``score: null`` in an EvolutionEvent reads as
-0, and the newest EvolutionEvent wins whichever action it describes (spec §11.12-13).
+0, and the newest EvolutionEvent wins whichever action it describes
+(docs/reference/evolver-memory-graph.md §11, items 12-13).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ the recent closed attempts) is looked up in the log
 (:class:`evolog.advice._reader.AttemptFinder`). ``success`` counts a success, ``failed`` a
 failure, any other status only an outcome. It counts at its ``ts`` (a time outside what the
 log accepts at the nearest accepted one). Why this fold exists beside the projections'
-edges, and which is the reference: see :mod:`evolog.projections.edges`.
+edges, and which is the authority: see :mod:`evolog.projections.edges`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Per trace (action index = position in the trace's ordered steps):
 
-* constraints (issue 17.6, measured on tests/data/dream_labelled_traces.json): a failed
+* constraints (measured on tests/data/dream_labelled_traces.json): a failed
   outcome yields one constraint per step that was the mistake, or one for the whole approach
   when no step is to blame. A failed step that *checks* (tests, builds, linters, running the
   program: :data:`_CHECK`) reports an earlier change, so the constraint names the latest

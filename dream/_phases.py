@@ -41,7 +41,8 @@ APPROACH_OVERLAP: Final = 0.5
 """Share of steps (Jaccard over near-matched steps, see projections.memory._steps) two
 strategies need in common to be merged."""
 FIDELITY: Final = {"real": 1.0, "simulated": 0.5, "dreamed": 0.3}
-"""How much a merge trusts evidence by source (the reference's fidelity weights)."""
+"""How much a merge trusts evidence by source (after evolving-memory's fidelity weights:
+docs/reference/dream-isa.md §5)."""
 
 
 _PHASE_LABELS: Final = {"trace": "SWS/REM"}

@@ -1,7 +1,8 @@
 """Our events back to evolver memory-graph objects (the inverse of the import).
 
 The *canonical* export of an event is the object evolver v1.29.8's own writer would have
-produced for it (spec §2): every field present, in the writer's key order, numbers as
+produced for it (docs/reference/evolver-memory-graph.md §2): every field present, in the
+writer's key order, numbers as
 ``JSON.stringify`` prints them. An imported line that differs from that form (a hand-written
 line without some fields, a non-canonical timestamp, a value our schema types differently)
 carries a *patch* in the event's ``evolver_patch`` field; applying it to the canonical export

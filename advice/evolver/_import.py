@@ -1,6 +1,7 @@
 """One evolver memory-graph object to one of our events, losslessly.
 
-Every field evolver's writer produces has a typed home in our schema (spec §2). A value
+Every field evolver's writer produces has a typed home in our schema
+(docs/reference/evolver-memory-graph.md §2). A value
 that does not fit its type (a number where a string belongs, a missing field, an extra
 one, a timestamp in another format) is given the field's default and recorded in the
 event's evolver patch (see :mod:`evolog.advice.evolver._export`), so exporting the event gives

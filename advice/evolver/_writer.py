@@ -1,10 +1,11 @@
 """A writer of evolver-format memory graphs, line for line as evolver v1.29.8 writes them.
 
 One evolve cycle appends ``outcome`` (closing the previous attempt), its two confidence
-snapshots, then ``signal``, ``hypothesis`` and ``attempt`` (spec §2, §7). Ids, key order,
-texts and the snapshot statistics follow the spec; the snapshots aggregate the last 2000
+snapshots, then ``signal``, ``hypothesis`` and ``attempt``
+(docs/reference/evolver-memory-graph.md §2, §7). Ids, key order,
+texts and the snapshot statistics follow evolver's; the snapshots aggregate the last 2000
 lines, as evolver's re-reads of its file do. Used to produce realistic evolver histories
-(tests, the decision-quality simulation) and as the reference for what an evolver user's
+(tests, the decision-quality simulation) and as the model of what an evolver user's
 file looks like.
 """
 

@@ -1,14 +1,14 @@
 """Strategy routing: task text -> ZERO_SHOT, MEMORY_TRAVERSAL or CONTEXT_JUMP.
 
 Candidates are the ``top_k`` live strategy nodes nearest to the task (cosine similarity of
-embeddings, best over each node's goal texts). Each gets the reference's composite::
+embeddings, best over each node's goal texts). Each gets evolving-memory's composite::
 
     composite = 0.5 * similarity + 0.3 * confidence + 0.2 * success_rate
 
 where ``success_rate`` is Laplace-smoothed, ``(s + 1) / (s + f + 2)``, over outcomes whose
 provenance (``decided_by``/``supported_by``) names the node or a node merged into it.
 
-The reference routes to the best candidate whenever its composite reaches 0.4; since
+evolving-memory routes to the best candidate whenever its composite reaches 0.4; since
 confidence and success rate alone can contribute 0.5, it sent 73-100 % of unrelated tasks
 to memory. Here a candidate must *also* apply to the task (:mod:`advice.routing._applicability`):
 its similarity reaches a floor *and* beats the task's similarity to every generic task of

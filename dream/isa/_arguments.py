@@ -1,6 +1,6 @@
 """Parse-time validation of instruction arguments against the opcode signatures.
 
-The reference interpreter converts arguments lazily with Python's ``int()``/``float()`` and
+evolving-memory's interpreter converts arguments lazily with Python's ``int()``/``float()`` and
 silently does nothing (or substitutes a default) when that fails. Here every argument is
 checked when the line is parsed, with a grammar narrower than Python's numeric literals, so a
 rejected argument always surfaces as a diagnostic instead of a silent no-op in the VM.
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 # Unsigned on purpose: a sign is never meaningful for an index or a confidence, and accepting
-# "-1" is exactly how the reference ends up indexing actions from the end.
+# "-1" is exactly how evolving-memory ends up indexing actions from the end.
 _INDEX_RE: Final = re.compile(r"[0-9]+")
 _CONFIDENCE_RE: Final = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # What a dreamer writes when it means a failure class: a snake_case identifier. A single bare
@@ -114,7 +114,7 @@ def _check_node_ref(value: str) -> str | _Bad:
         return value
     checked = _check_node_id(value)
     if isinstance(checked, _Bad) and checked.code is DiagnosticCode.BAD_REFERENCE:
-        # Catches $last_parent, $LAST_PARENT_X and friends, which the reference keeps as
+        # Catches $last_parent, $LAST_PARENT_X and friends, which evolving-memory keeps as
         # literal ids that can never match a node.
         return _Bad(checked.code, f"must be a node id or exactly {LAST_PARENT}")
     return checked

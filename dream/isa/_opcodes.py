@@ -48,7 +48,7 @@ EDGE_TYPES: Final[tuple[str, ...]] = (
 """Edge types LNK_NODE may create, in their canonical (upper-case) spelling."""
 
 FAILURE_CLASSES: Final[tuple[str, ...]] = (
-    # The reference project's nine classes.
+    # evolving-memory's nine classes.
     "physical_slip",
     "mechanical_stall",
     "vlm_hallucination",
@@ -195,9 +195,9 @@ def _sig(*params: tuple[str, ArgKind], rest: tuple[str, ArgKind] | None = None) 
 _TEXT, _INDEX = ArgKind.TEXT, ArgKind.INDEX
 _NODE_ID, _NODE_REF, _TRACE_ID = ArgKind.NODE_ID, ArgKind.NODE_REF, ArgKind.TRACE_ID
 
-# Opcodes that take exactly N arguments reject extras: the reference silently ignores them,
+# Opcodes that take exactly N arguments reject extras: evolving-memory silently ignores them,
 # which hides a dreamer that misunderstood the grammar (e.g. an unquoted multi-word goal).
-# Only MEM_PTR, YIELD and EXTRACT_CONSTRAINT are variadic, because the reference joins their
+# Only MEM_PTR, YIELD and EXTRACT_CONSTRAINT are variadic, because evolving-memory joins their
 # trailing words, so unquoted prose there is part of the language.
 SIGNATURES: Final[Mapping[Opcode, Signature]] = MappingProxyType(
     {

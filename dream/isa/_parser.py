@@ -1,14 +1,15 @@
 """Parser for dream programs: text in, a Program with per-line diagnostics out.
 
-Rules beyond the reference grammar, each decided to keep a dreamer's mistakes visible:
+Rules beyond evolving-memory's grammar (docs/reference/dream-isa.md §3), each decided to
+keep a dreamer's mistakes visible:
 
 * Rejection is per line: a bad line yields diagnostics and no instruction, and every other
   line is still parsed. ``parse_program`` never raises on any ``str``.
 * A line holding an unpaired surrogate is rejected (``invalid-unicode``), so every Program
   can be encoded as UTF-8 by msgspec.
 * Opcodes fold ASCII case only (``BUILD_PARENT`` spelt with a dotless i, U+0131, is
-  rejected; the reference accepts it through Unicode ``upper()``), and resolve only against
-  the opcode set of the requested ISA version (the reference falls back to every opcode).
+  rejected; evolving-memory accepts it through Unicode ``upper()``), and resolve only against
+  the opcode set of the requested ISA version (evolving-memory falls back to every opcode).
 * The first line whose opcode is HALT ends the effective program even when its arguments
   make it invalid (``HALT # done``): a dreamer that meant to stop must not have later lines
   run. Later lines are still checked; valid ones get an ``after-halt`` diagnostic.
@@ -73,7 +74,7 @@ class TokenizerMode(enum.StrEnum):
 
 
 def tokenize_line(line: str) -> tuple[list[str], TokenizerMode]:
-    """Split a stripped source line into tokens, as the reference grammar does.
+    """Split a stripped source line into tokens, as evolving-memory's grammar does.
 
     POSIX ``shlex`` first; if it rejects the line (unbalanced quote, trailing backslash),
     a regex where double-quoted runs are one token and quotes are dropped, and single quotes

@@ -3,10 +3,11 @@
 Accumulate, then commit: each instruction becomes zero or one opcode event, folded at once
 into a private overlay of the graph (so later instructions see earlier ones) and collected.
 The caller commits a successful result by folding the same events into its own graph and
-appending them to the log; a failed result is dropped whole. Rules beyond the reference:
+appending them to the log; a failed result is dropped whole. Rules beyond evolving-memory's
+(docs/reference/dream-isa.md §4):
 
 * The first failing instruction stops the program (``success`` false, ``error`` names the
-  line); the reference used the partial effects of failed programs.
+  line); evolving-memory used the partial effects of failed programs.
 * References are checked: BUILD_CHILD, LNK_NODE, GRP_NODE and PRN_NODE must name nodes that
   exist (a merged node stands for its survivor); MARK_* and EXTRACT_CONSTRAINT must name a
   trace of the cycle and an action index inside it, unless the context leaves traces
@@ -47,7 +48,7 @@ def merged_confidence(
     traces (at least 1), which the heuristic dreamer writes, so ``s = c·(n + 2) - 1``,
     clamped to ``[0, n]``; the merged node's counts are weighted by the fidelity of its
     source. The result is ``(s₁ + w·s₂ + 1) / (n₁ + w·n₂ + 2)``: two successes give 0.75 and a
-    success merged with a failure 0.5 (the reference's "max + 0.1" gave 0.77 and 0.57, and
+    success merged with a failure 0.5 (evolving-memory's "max + 0.1" gave 0.77 and 0.57, and
     five successes 1.0; tests/data/dream_labelled_traces.json, bench/bench_dream_quality.py).
     """
 

@@ -273,10 +273,10 @@ def js_pow(base: float, exponent: float) -> float:
     """``Math.pow`` with ECMAScript's special cases, finite results from the C library.
 
     V8 computes finite powers with an fdlibm-derived algorithm that differs from glibc in the
-    last bit for about one input in ten, so a decay weight can be one ulp off (the reference
+    last bit for about one input in ten, so a decay weight can be one ulp off (evolver's worked
     example 01 scores 0.1764455022221308 in V8 and 0.17644550222213073 here). No decision in
-    the reference examples depends on that bit; only a score sitting exactly on a threshold
-    or tie could flip.
+    evolver's worked examples depends on that bit; only a score sitting exactly on a threshold
+    or tie could flip (docs/reference/evolver-memory-graph.md §13).
     """
     if math.isnan(exponent):
         return math.nan  # Python returns 1.0 for pow(1, nan)

@@ -1,6 +1,6 @@
 """Survival metrics per run, and per arm across seeds with bootstrap 95% intervals.
 
-Per run, on the true per-cycle deltas (darwin-ledger.md §12):
+Per run, on the true per-cycle deltas (docs/reference/ledger.md §7):
 
 * kill cycle: the first cycle after which no poisoned memory whose text reads as an action
   is still in the arm's population; killed = such a cycle exists;

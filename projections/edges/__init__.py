@@ -1,7 +1,7 @@
 """Edge statistics (signal key x gene): the fold over outcomes, the Laplace-smoothed,
 half-life-decayed figures, and their incremental state.
 
-**One rule, two folds.** This package is the reference for the edge rule: which outcomes
+**One rule, two folds.** This package is the authority on the edge rule: which outcomes
 count, for which key and gene (:mod:`evolog.projections.edges._state`), and the decayed,
 smoothed figures (:mod:`evolog.projections.edges._eval`). Advice folds the same statistics a
 second time (:mod:`evolog.advice._edges`, folded by :mod:`evolog.advice._state`), because it

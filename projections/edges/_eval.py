@@ -1,6 +1,6 @@
 """Edge and gene values from the state, at a given ``now``, in either decay mode.
 
-``newest`` (evolver's aggregate semantics, §5.1-5.3 of the evolver spec)::
+``newest`` (evolver's aggregate semantics, docs/reference/evolver-memory-graph.md §5)::
 
     p      = (success + 1) / (success + fail + 2)
     weight = 1 if now <= newest_ts else 0.5 ** (age_days / half_life_days)

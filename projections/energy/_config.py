@@ -1,6 +1,6 @@
 """The survival ledger's constants and clock: every number of the rules is configurable here.
 
-Defaults are darwin-memo 0.7.1's event-driven ``Ledger`` (shared/reference/darwin-ledger.md
+Defaults are darwin-memo 0.7.1's event-driven ``Ledger`` (docs/reference/ledger.md
 §2, §6). The clock is explicit ``tick`` events by default; a cadence adds ticks per dream
 cycle (``dream_end``), per N outcomes, or per period of event time (a UTC day by default).
 """

@@ -20,8 +20,8 @@ Rules, decided here (the module docstring of :mod:`.` says why):
   the others) gains the event's signals and, for an outcome, its verdict; its text says
   both. An outcome naming no entry in ``decided_by``/``supported_by`` is evidence for its
   gene (as the survival ledger credits it).
-* ``recall``: each injected item known to the fold is accessed once (the reference counted
-  every access twice).
+* ``recall``: each injected item known to the fold is accessed once (Living Memory's code
+  counted every access twice).
 * ``fetched``: the items an attempt fetched; its outcome credits them as used and the named
   items it did not fetch as neutral (:mod:`._use` says why).
 * System activity ``S`` counts writes (notes and nodes) and accesses; an item's snapshot is

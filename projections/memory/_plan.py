@@ -5,7 +5,7 @@
   cosine, then oldest) is superseded by a note naming its item, so its history is kept.
 * **Branch compression**: after a write to a branch other than the backbone, the branch is
   merged into one item when it has at least ``min_nodes_to_compress`` active notes and more
-  than ``ols_multiplier`` x the mean active size of the non-backbone branches. The reference
+  than ``ols_multiplier`` x the mean active size of the non-backbone branches. Living Memory
   takes that mean over every branch including this one, so a branch that is alone can never
   exceed it; here a lone branch is compared with ``top_n`` instead (it is compressed once it
   holds more than phi x what one recall may inject).

@@ -1,6 +1,6 @@
 """Words, term frequencies and cosines: the similarity memory items are written and recalled by.
 
-Living Memory's rules (shared/reference/living-memory-and-evolution.md), with two changes:
+Living Memory's rules (docs/reference/memory-items.md §2), with two changes:
 
 * tokens are lower-cased ``[a-z0-9]+`` of two or more characters, as there, but common
   function words are dropped and a crude suffix stemmer folds ``tests``/``testing`` into
@@ -9,7 +9,7 @@ Living Memory's rules (shared/reference/living-memory-and-evolution.md), with tw
   which is 0 for a word every item has and so made a store of one item unrecallable.
 
 Item vectors are raw term frequency (count / length); the query vector is TF-IDF; the
-similarity is their cosine. Dedup on write compares raw TF vectors (no IDF), as the reference.
+similarity is their cosine. Dedup on write compares raw TF vectors (no IDF), as Living Memory does.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def idf(df: int, n: int) -> float:
 
 
 def sentences(texts: Iterable[str]) -> list[str]:
-    """Distinct sentences of several texts, in order (the reference's compression merge:
+    """Distinct sentences of several texts, in order (Living Memory's compression merge:
     split on sentence ends, compared case- and space-insensitively, longer than 5 chars)."""
     seen: set[str] = set()
     out: list[str] = []

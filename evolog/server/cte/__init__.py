@@ -1,1 +1,1 @@
-"""Routes compatible with the evolving-memory reference's REST server (``/cte``)."""
+"""Routes compatible with evolving-memory's REST server (``/cte``): docs/reference/cte-rest.md."""

@@ -1,14 +1,14 @@
-"""Routes compatible with the evolving-memory reference's REST server, under ``/cte``.
+"""Routes compatible with evolving-memory's REST server, under ``/cte``.
 
-Same paths and shapes as the reference (see the project's notes on it), with its defects
+Same paths and shapes as evolving-memory's (docs/reference/cte-rest.md), with its defects
 fixed: a bad enum value is a 422 naming the field (not a 500), ``/route`` honours
-``top_k``, ``/query`` and ``/route`` only read (the reference counts an access on every
+``top_k``, ``/query`` and ``/route`` only read (evolving-memory counts an access on every
 query, so a query changed what later ones saw), and dreaming streams real progress as
-Server-Sent Events (``POST /cte/dream/stream``) where the reference's WebSocket sends none.
+Server-Sent Events (``POST /cte/dream/stream``) where evolving-memory's WebSocket sends none.
 
 Domains: a trace is in the domain named by a ``domain:NAME`` tag, else ``default`` (as are
 traces not posted here). Dreaming a domain dreams only that domain's undreamed traces and
-leaves the others for later (the reference dreams every pending session whatever domain it
+leaves the others for later (evolving-memory dreams every pending session whatever domain it
 is asked for, and marks even those past its per-cycle limit as processed, so they are never
 dreamed); a dream without a domain takes every undreamed trace.
 """
@@ -41,7 +41,7 @@ SYSTEM_PROMPT = (
     "You are an agent acting from learned strategies: given your reasoning, produce the "
     "next action."
 )
-#: evolog's graph has no hierarchy levels; the reference's default for a strategy.
+#: evolog's graph has no hierarchy levels; evolving-memory's default for a strategy.
 STRATEGY_LEVEL = 3
 
 
@@ -112,7 +112,7 @@ def _dream_json(report: dict[str, Any]) -> dict[str, Any]:
 def _dream_domain(
     state: AppState, domain: str | None, report: Report | None = None
 ) -> dict[str, Any]:
-    """Dream the undreamed traces of ``domain`` (every one when None), as the reference
+    """Dream the undreamed traces of ``domain`` (every one when None), as evolving-memory
     reports a dream."""
     select: Callable[[Trace], bool] | None = None
     if domain is not None:
@@ -186,7 +186,7 @@ def _node(state: AppState, node_id: str) -> dict[str, Any]:
     graph = _graph(state)
     node = graph.node(node_id)
     if node is not None:
-        # The reference's counts: the traces it was dreamed from, and outcomes since.
+        # evolving-memory's counts: the traces it was dreamed from, and outcomes since.
         s, f = graph.outcomes(node.id)
         return {
             "node_id": node.id, "type": "parent", "hierarchy_level": STRATEGY_LEVEL,
@@ -245,7 +245,7 @@ def _traverse(state: AppState, node_id: str) -> dict[str, Any]:
     edges = graph.edges()
 
     def edge(e: Any, end: str, other: str) -> dict[str, Any]:
-        # The reference's edge types are lower case (next_step, is_child_of, ...).
+        # evolving-memory's edge types are lower case (next_step, is_child_of, ...).
         eid = f"{e.src}->{e.dst}:{e.edge_type}"
         return {"edge_id": eid, end: other, "type": e.edge_type.lower(), "weight": e.weight}
 

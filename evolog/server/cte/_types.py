@@ -1,8 +1,8 @@
 """Bodies of the evolving-memory compatible routes (``/cte``), and how a trace becomes events.
 
-The reference's enums are checked at decoding, so a bad value is a 422 naming the field
-(the reference answers 500). A trace is one attempt (its goal the task), one step per
-action and an outcome, appended atomically; the reference's own fields without a home in
+evolving-memory's enums are checked at decoding, so a bad value is a 422 naming the field
+(evolving-memory answers 500). A trace is one attempt (its goal the task), one step per
+action and an outcome, appended atomically; evolving-memory's own fields without a home in
 the event schema (hierarchy level, confidence, source, tags) ride in the attempt's
 ``observed`` under ``cte``.
 """

@@ -1,6 +1,6 @@
 """One decision's credit: darwin's ``decide``, ``assign_credit`` and ``advance_lifecycle``.
 
-Functions of the rules' state (shared/reference/darwin-ledger.md §3, §6): who may decide,
+Functions of the rules' state (docs/reference/ledger.md §3, §6): who may decide,
 what each named entry is credited for a measured outcome, and the trust lifecycle after.
 """
 

@@ -1,7 +1,7 @@
 """The survival ledger's rules: a pure, event-driven state machine with no I/O.
 
-The semantics are darwin-memo 0.7.1's event-driven ``Ledger`` (shared/reference/
-darwin-ledger.md §3-6), mapped onto evolog's events:
+The semantics are darwin-memo 0.7.1's event-driven ``Ledger`` (docs/reference/
+ledger.md §3-6), mapped onto evolog's events:
 
 * an entry is born at its first appearance (or by an explicit birth) with spawn energy;
 * an attempt naming entries is a decision (darwin ``decide``): probationary deciders are
