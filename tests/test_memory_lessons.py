@@ -5,8 +5,11 @@ ledger are functions of the log (incremental == rebuild)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -139,6 +142,19 @@ def test_a_lessons_kind_and_provenance_come_from_its_event(tmp_path: Path) -> No
             LESSON_TEXT,
         )
         assert item.branch == LESSON_BRANCH
+
+
+def test_evolog_forget_retires_a_lesson(tmp_path: Path) -> None:
+    with Memory(tmp_path / "s") as mem:
+        lesson = mem.remember("deploy", LESSON_TEXT, kind="lesson")
+    forget = [sys.executable, "-m", "evolog", "--store", str(tmp_path / "s"), "forget"]
+    done = subprocess.run([*forget, lesson.item], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["kind"] == LESSON
+    with Memory(tmp_path / "s") as mem:
+        assert mem.recall(TASK, record=False).items == []
+    again = subprocess.run([*forget, lesson.item], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and f"no live memory item {lesson.item!r}" in again.stderr
 
 
 def _canonical(mem: Memory) -> Any:

@@ -146,10 +146,10 @@ def run_forget(args: argparse.Namespace) -> int:
             return _error(
                 f"forget: no live memory item {args.item!r} (see `evolog recall --format json`)"
             )
-        if item not in ("note", "strategy"):
+        if item not in ("note", "lesson", "strategy"):
             return _error(
-                f"forget: {args.item!r} is a {item}; expected a note or a strategy (a gene's "
-                f"evidence is its outcomes: `evolog forget --session` forgets those)"
+                f"forget: {args.item!r} is a {item}; expected a note, a lesson or a strategy "
+                f"(a gene's evidence is its outcomes: `evolog forget --session` forgets those)"
             )
         seq = log.append(Prune(node=args.item, reason=args.reason or "forgotten"))
     print_json({"seq": seq, "item": args.item, "kind": item})
@@ -157,7 +157,7 @@ def run_forget(args: argparse.Namespace) -> int:
 
 
 def _item(log: Any, item_id: str) -> str | None:
-    """The kind of a live note or strategy ``item_id`` (None: no such live item)."""
+    """The kind of a live note, lesson or strategy ``item_id`` (None: no such live item)."""
     from evolog.projections.memory import ItemIndex
 
     index = ItemIndex(log.paths)
