@@ -1,7 +1,7 @@
 """Living Memory's rules (seed 004 and its reference code), reimplemented as a bench baseline.
 
 Only what the closed-loop benchmark needs, written from the rules in
-shared/reference/living-memory-and-evolution.md (the reference code's values where the
+docs/reference/memory-items.md (the values of Living Memory's code where the
 seed's README differs): tokens ``[a-z0-9]+`` longer than one character, raw TF node vectors,
 dedup on write at TF cosine >= 0.85 within a branch (content replaced, one access, snapshot
 reset, tags united), retrieval by TF-IDF query (``ln(N / df)``, unseen words ``ln 2``) x

@@ -1,6 +1,6 @@
 """The ledger's rules reproduce darwin-memo 0.7.1's event-driven Ledger, fact by fact.
 
-Every number here comes from shared/reference/darwin-ledger.md (§2-6).
+Every number here comes from docs/reference/ledger.md (§2-6).
 """
 
 from __future__ import annotations
