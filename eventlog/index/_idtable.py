@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 try:
     # _blake2 directly: importing hashlib initialises OpenSSL, a few ms on every hook call.
-    from _blake2 import blake2b
+    from _blake2 import blake2b as blake2b
 except ImportError:  # _blake2 is CPython's private module: PyPy and others have hashlib's
-    from hashlib import blake2b
+    from hashlib import blake2b as blake2b
 
 from .._errors import CorruptLogError
 
