@@ -29,8 +29,8 @@ def _blocks(lang: str, pages: list[Path] = PAGES) -> list[tuple[Path, str]]:
     ]
 
 
-def _sh_block(containing: str) -> str:
-    return next(b for _, b in _blocks("sh") if containing in b)
+def _sh_block(page: str, containing: str) -> str:
+    return next(b for _, b in _blocks("sh", [DOCS / page]) if containing in b)
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ def test_python_blocks_run(
 
 def test_cli_walkthrough_runs(tmp_path: Path) -> None:
     """Every `evolog ...` line of the command-line page, in order, against a temp store."""
-    block = _sh_block("evolog init")
+    block = _sh_block("cli.md", "evolog init")
     env = dict(os.environ, EVOLOG_STORE=str(tmp_path / "mem"))
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env["PATH"]
@@ -79,7 +79,7 @@ def test_cli_walkthrough_runs(tmp_path: Path) -> None:
 
 def test_sql_examples_run_on_the_demo_store(tmp_path: Path) -> None:
     """The SQL page's analytics queries, against a store the demo filled."""
-    block = _sh_block("evolog sql")
+    block = _sh_block("sql.md", "evolog sql")
     subprocess.run(
         [sys.executable, "-m", "evolog", "demo", "--cycles", "40", "--dir", "store"],
         cwd=tmp_path,
