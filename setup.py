@@ -5,7 +5,7 @@ The repository's top-level folders install inside the one ``evolog`` namespace (
 cannot express: it would name ``eventlog.wal`` where the wheel needs ``evolog.eventlog.wal``.
 A hand-kept list drifted (three packages were missing from the wheel while the editable
 install hid it), so every folder holding an ``__init__.py`` under a mapped root is a package.
-``tests/test_packaging.py`` builds the wheel and imports every package from it.
+``tests/packaging/test_packaging.py`` builds the wheel and imports every package from it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ for the attempts it still holds when the batch ends.
 
 The loop performs the same steps as :meth:`AdviceState.apply` in the same order (the same
 float additions in log order, the same dict and ordered-dict operations), so a state folded
-through batches equals one folded row by row, bit for bit (tests/test_advice_batch.py).
+through batches equals one folded row by row, bit for bit (tests/advice/test_advice_batch.py).
 """
 
 from __future__ import annotations

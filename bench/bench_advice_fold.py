@@ -6,7 +6,7 @@
 Prints the CPU seconds of reading the sealed segments alone, of the batched fold and of
 the row-by-row fold (every attempt and outcome decoded as a ``Row``), each from the start
 of the log, in this process, no imports or ledger included; and whether both states are
-equal (they must be: ``tests/test_advice_batch.py``).
+equal (they must be: ``tests/advice/test_advice_batch.py``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ is the steadier one.
 
 3. Fleet (``--fleet``, instead of 1 and 2): 3 stores of ``--query-events`` each published
    to a table in S3 (moto's server) with its catalog in PostgreSQL (a cluster of its own),
-   both on loopback, as tests/test_iceberg_fleet.py runs them: each publish (segments
+   both on loopback, as tests/iceberg/test_iceberg_fleet.py runs them: each publish (segments
    uploaded, then one commit) against the same publish into a local warehouse, and the
    GROUP BY read back from S3 (in process, and as a cold `evolog sql --iceberg`) against
    the local table. Loopback S3 has no network latency: the figures are the client's cost.

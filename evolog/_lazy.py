@@ -4,7 +4,7 @@ A hook process that appends one event must not pay for the ledger, the embedders
 so a package lists, per private module, the names that module provides and imports the
 module only when one of them is first looked up. A package keeps its ``__all__`` (sorted, the
 names users see) and an ``if TYPE_CHECKING:`` block with the same imports, which is what type
-checkers read; tests/test_architecture.py checks that the three agree.
+checkers read; tests/packaging/test_architecture.py checks that the three agree.
 """
 
 from __future__ import annotations

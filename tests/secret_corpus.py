@@ -12,7 +12,7 @@ text (newlines escaped), a URL's query.
 :func:`benign` is the other side: ordinary commands, hashes, UUIDs, git SHAs, base64 images
 and prose about secrets, which a redaction must leave exactly as they are.
 
-Used by tests/test_redaction.py and bench/bench_redaction.py.
+Used by tests/hook/test_redaction.py and bench/bench_redaction.py.
 """
 
 from __future__ import annotations

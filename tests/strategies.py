@@ -823,7 +823,7 @@ def evolve_pipelines(max_leaves: int = 6, failing: bool = False) -> st.SearchStr
 
 
 def avro_records() -> st.SearchStrategy[dict[str, Any]]:
-    """Records of tests/test_iceberg_avro.py's schema (field by field, in its order)."""
+    """Records of tests/iceberg/test_iceberg_avro.py's schema (field by field, in its order)."""
     return st.fixed_dictionaries(
         {
             "n": INT64,

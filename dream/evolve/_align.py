@@ -26,7 +26,7 @@ model-like lessons a third of the pairs pass the prefilter with wordllama, so sc
 one made a first run over 1e4 written lessons quadratic (minutes). The cosines come from
 one matrix product per block of lessons, and a lesson's candidates are scored together;
 the result is the exhaustive comparison's whenever no lesson has a duplicate beyond its
-nearest (tests/test_evolve_align_scale.py), and the same for the same input.
+nearest (tests/dream/test_evolve_align_scale.py), and the same for the same input.
 
 The offline extraction writes templates ("Steps: a; b", "Do: a -> b", "Failed: ...",
 "Avoid: ..."), which name no subject: the same steps for two tasks are two word-for-word

@@ -231,7 +231,7 @@ def dedup(
     the threshold cannot match: it is computed for a new pattern against every kept one at
     once (character counts, numpy); the pairs that pass meet a second bound (:class:`_Above`)
     before ``ratio()``. The answer is the one-by-one comparison's
-    (tests/test_evolve_scale.py), which took minutes at 5,000 patterns.
+    (tests/dream/test_evolve_scale.py), which took minutes at 5,000 patterns.
     """
     order = sorted((k for k, i in enumerate(pool) if TAG in i.tags), key=lambda k: pool[k].seq)
     winner: dict[int, int] = {}  # pattern -> the newer pattern that superseded it

@@ -5,7 +5,7 @@ made per event. It takes only what msgspec's typed decoder would take and gives 
 values; for anything else (a field or kind it does not know, a value out of range, a
 build without the extension) it raises ValueError and the events go the Python way
 (:func:`eventlog.sealed._arrow.events_to_table` over msgspec-decoded events), which then accepts
-them or raises the error any reader would. tests/test_bodies.py checks that both ways give
+them or raises the error any reader would. tests/eventlog/test_bodies.py checks that both ways give
 equal tables for every kind.
 """
 

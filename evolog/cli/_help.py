@@ -2,7 +2,7 @@
 
 Imported only while a parser is being built or the version is asked for, never on the
 append or hook fast path. A new command adds its entry to :data:`DOCS` and passes
-``**doc("name")`` to ``add_parser``; ``tests/test_cli_help.py`` checks that every command has
+``**doc("name")`` to ``add_parser``; ``tests/cli/test_cli_help.py`` checks that every command has
 one with an example.
 """
 

@@ -7,7 +7,7 @@ smoothed figures (:mod:`evolog.projections.edges._eval`). Advice folds the same 
 second time (:mod:`evolog.advice._edges`, folded by :mod:`evolog.advice._state`), because it
 answers on the hook's cold path, where importing DuckDB and pyarrow alone costs more than the
 whole answer, and its ``per_event`` sums are what the ``evolog`` policy reads. The two must
-not differ: ``tests/test_edge_rule.py`` checks, on random logs (late, repeated and
+not differ: ``tests/projections/test_edge_rule.py`` checks, on random logs (late, repeated and
 attempt-less outcomes, equal, out-of-order and far times, sealed and tail events), that
 advice's counts and times equal these exactly and its decayed sums (and so ``p``) equal the
 ``per_event`` ones within 2^-40 of one fresh outcome per outcome: here each term is rounded to

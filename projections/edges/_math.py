@@ -11,7 +11,8 @@ every step is the same IEEE operation on the same operands, in the same order:
   :func:`_numpy_pow_is_libm`);
 * ``qs``/``qf`` arrive as DuckDB casts a HUGEINT to DOUBLE (see :mod:`projections.edges._fold`).
 
-``tests/test_edge_formulas.py`` keeps the SQL as an oracle for random and extreme inputs.
+``tests/projections/test_edge_formulas.py`` keeps the SQL as an oracle for random and extreme
+inputs.
 """
 
 from __future__ import annotations

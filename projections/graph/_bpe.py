@@ -6,7 +6,8 @@ is simple: the text gets ``▁`` prepended and its spaces become ``▁`` (the no
 pre-tokenizer, so the whole text is one word), each character is a symbol (one symbol per
 UTF-8 byte, ``<0xNN>``, for characters not in the vocabulary), and the adjacent pair with the
 lowest merge rank is merged, leftmost first, until none is left. :meth:`Bpe.encode` gives the
-``tokenizers`` library's ids (tests/test_embed.py checks it on arbitrary text); a text it
+``tokenizers`` library's ids (tests/projections/graph/test_embed.py checks it on arbitrary text); a
+text it
 does not model (one holding a special token such as ``<s>``) returns None, and the caller
 uses the library.
 

@@ -18,7 +18,8 @@ applies only the events appended since, like the edge and ledger checkpoints:
   checkpoint of another format or another log, or one that is damaged or missing.
 
 It is a cache: deleting it changes no answer, and incremental refreshes equal a rebuild
-(tests/test_graph_checkpoint.py). A checkpoint that cannot be written costs the next call
+(tests/projections/graph/test_graph_checkpoint.py). A checkpoint that cannot be written costs the
+next call
 a rebuild, never an answer.
 """
 

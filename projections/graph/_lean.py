@@ -5,7 +5,7 @@ a few candidates against the generic sample; importing numpy and usearch for tha
 than all of the arithmetic. Here vectors are float32 values in any C-contiguous buffer
 (``bytes``, ``mmap`` slices, numpy arrays alike) and the loops run in
 ``projections/graph/_kernels.c``. Where the extension is not built, :data:`kernels` is None
-and every caller takes its numpy path; the answers agree (tests/test_lean.py).
+and every caller takes its numpy path; the answers agree (tests/packaging/test_lean.py).
 """
 
 from __future__ import annotations

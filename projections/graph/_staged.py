@@ -87,7 +87,8 @@ class Flat:
         return cls(dim, np.frombuffer(keys, "<u8"), rows)
 
     def add(self, keys: Sequence[int] | np.ndarray, vectors: Vectors) -> None:
-        # usearch stores a float32 vector as this same float16 value (tests/test_lazy_index.py).
+        # usearch stores a float32 vector as this same float16 value
+        # (tests/projections/graph/test_lazy_index.py).
         with np.errstate(over="ignore"):
             self._rows.append(np.asarray(vectors, np.float32).astype("<f2"))
         self._keys.append(np.asarray(keys, np.uint64))

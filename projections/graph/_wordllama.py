@@ -7,7 +7,7 @@ reads the same two files (found without importing the package), maps the matrix 
 converts only the rows a batch uses; short texts are tokenized in Python (:mod:`._bpe`),
 which reads the tokenizer file about three times faster than the ``tokenizers`` library
 loads it. The vectors are bit-identical to ``WordLlama.embed(texts, norm=False)``
-(tests/test_embed.py checks it).
+(tests/projections/graph/test_embed.py checks it).
 
 :class:`LeanModel` is the same model for a cold process without numpy: the matrix mapped with
 ``mmap``, the tokenizer's binary cache (:meth:`Bpe.cached`), and the pooling in C

@@ -3,7 +3,7 @@ damage at settlement, upkeep and expiry at ticks, consolidation of similar entri
 the column state they update.
 
 Users import the public names from :mod:`evolog.projections`; ``__all__`` here is what
-other parts of evolog use (tests/test_architecture.py keeps them off the private modules).
+other parts of evolog use (tests/packaging/test_architecture.py keeps them off the private modules).
 """
 
 from typing import TYPE_CHECKING
