@@ -282,22 +282,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         _add_feature_commands(sub, [layer])
         return p
     _add_core_commands(sub)
-    _add_feature_commands(
-        sub,
-        [
-            "sql",
-            "advice",
-            "dream",
-            "ledger",
-            "memory",
-            "server",
-            "publish",
-            "evolve",
-            "worker",
-            "doctor",
-            "controls",
-        ],
-    )
+    # Every layer, in the order of the table (a new command cannot be left out of --help).
+    _add_feature_commands(sub, list(dict.fromkeys(_FEATURE_LAYERS.values())))
 
     s = sub.add_parser(
         "demo", help="simulate an agent into a store and show what it stored", **doc("demo")

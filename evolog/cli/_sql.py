@@ -97,7 +97,7 @@ def sql_args(argv: list[str], store: str | None) -> SimpleNamespace | None:
         return None
     values: dict[str, str | None] = {"format": "table", "as_of": None, "now": None, "out": None}
     # The --iceberg options (not parsed here: such a command line goes through argparse).
-    values.update(iceberg=None, snapshot=None, warehouse=None)
+    values.update(iceberg=None, snapshot=None, warehouse=None, s3_endpoint=None, s3_region=None)
     rest = argv[1:]
     while rest:
         name, equals, value = rest[0].partition("=")
