@@ -13,6 +13,7 @@ from unittest import mock
 import evolog.advice._batch as advice_batch
 import evolog.advice._reader as advice_reader
 import evolog.advice._state as advice_state
+from conftest import examples
 from evolog.advice import AdviceEngine
 from evolog.advice._reader import AttemptFinder, row_of
 from evolog.advice._state import AdviceState
@@ -59,7 +60,7 @@ def _dump(state: AdviceState) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     outcome_streams(max_size=60),
     st.sets(st.integers(0, 59), max_size=3),

@@ -8,6 +8,7 @@ import os
 import tempfile
 from typing import Any
 
+from conftest import examples
 from evolog.advice.recall import rank
 from evolog.eventlog import Event
 from evolog.projections.memory import ItemFold, ItemIndex, MemoryConfig
@@ -33,7 +34,7 @@ def exhaustive_top(fold: ItemFold, query: str, cfg: MemoryConfig, limit: int, **
     return [c for c in every if c.applies][:limit], null
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     item_events(),
     queries,

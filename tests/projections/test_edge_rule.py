@@ -26,6 +26,7 @@ from unittest import mock
 import evolog.advice._state as advice_state
 import evolog.eventlog.wal._prepare as prepare
 import pytest
+from conftest import examples
 from evolog.advice import AdviceEngine
 from evolog.advice._forgotten import ForgottenIds
 from evolog.advice._reader import AttemptFinder
@@ -112,7 +113,7 @@ def test_both_folds_use_the_same_half_lives() -> None:
     assert state.gene_half_life_us == params.half_lives.gene_us
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(15))
 @given(
     outcome_streams(),
     st.one_of(

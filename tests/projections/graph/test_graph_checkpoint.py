@@ -16,6 +16,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from _eventlog_util import fresh_store
+from conftest import examples
 from evolog.eventlog import (
     Attempt,
     ChildStep,
@@ -87,7 +88,7 @@ def _check(log: EventLog) -> None:
         assert views.edges(node.id) == full.edges(node.id)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def play(
     log: EventLog,
     history: list[tuple[list[Event], str]],
@@ -119,7 +120,7 @@ def test_incremental_refreshes_equal_a_rebuild(history: list[tuple[list[Event], 
         _check(log)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(memgraph_histories(max_batches=4))
 def test_vectors_synced_step_by_step_equal_a_full_sync(
     history: list[tuple[list[Event], str]],

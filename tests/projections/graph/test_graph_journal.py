@@ -10,6 +10,7 @@ from unittest import mock
 
 import pytest
 from _eventlog_util import fresh_store
+from conftest import examples
 from evolog.eventlog import Attempt, Constraint, Event, EventLog, Node, Outcome
 from evolog.projections.graph import _cache
 from evolog.projections.graph._cache import GraphCache, cached_memgraph, graph_views
@@ -61,7 +62,7 @@ def _check_in_place(log: EventLog) -> None:
             shutil.move(saved, here)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     memgraph_histories(max_batches=8, max_batch=4, mixes=TRY_MIXES, trace_ids=TRY_TRACES),
     st.sampled_from([0, 150, 400, 1 << 20]),
