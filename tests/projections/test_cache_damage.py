@@ -35,7 +35,7 @@ _TASKS = [
 ]
 #: Files read once per process and kept: damaged in a copy, asked about in a new process.
 _PROCESS_WIDE = ("bpe-", "null-")
-_HERE = Path(__file__).resolve().parents[1]  # tests/, where the shared helpers are
+_HERE = Path(__file__).resolve().parent  # a fresh process imports answers() from here
 #: The edge checkpoint is DuckDB's file and write-ahead log: DuckDB checks their blocks and
 #: entries itself, and a file it refuses is deleted and rebuilt (projections/_cache.py). A
 #: byte it does not use for the data (a header field) may be flipped with no effect: for
@@ -85,7 +85,11 @@ def _build(store: Path) -> None:
         mem.remember("main", "pin dependencies when imports fail")
         mem.remember("main", "run slow tests in parallel workers")
         mem.dream()
-    answers(str(store))  # writes the caches the questions use
+    # The caches the questions use, written first by a process that has not imported numpy
+    # (as a cold hook or CLI call is): only such a process takes the lean route that writes
+    # the tokenizer and null-sample files; a worker of a parallel run may have numpy loaded.
+    _in_new_process(store)
+    answers(str(store))
 
 
 def _current(cache: Path) -> list[str]:
