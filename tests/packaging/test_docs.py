@@ -45,36 +45,39 @@ def test_python_blocks_run(
     exec(compile(block, str(page), "exec"), {})
 
 
-def test_cli_walkthrough_runs(tmp_path: Path) -> None:
-    """Every `evolog ...` line of the command-line page, in order, against a temp store."""
-    block = _sh_block("cli.md", "evolog init")
-    env = dict(os.environ, EVOLOG_STORE=str(tmp_path / "mem"))
-    bindir = str(Path(sys.executable).parent)
-    env["PATH"] = bindir + os.pathsep + env["PATH"]
-    script = block.replace("/tmp/mem", str(tmp_path / "mem")).replace(
-        "/tmp/copy", str(tmp_path / "copy")
-    )
-    result = subprocess.run(
+def _run_walkthrough(script: str, store: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A page's shell block under bash -euo pipefail, with this environment's `evolog` first
+    on PATH and ``store`` as EVOLOG_STORE."""
+    env = dict(os.environ, EVOLOG_STORE=str(store))
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env["PATH"]
+    return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", script],
-        cwd=tmp_path,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
     )
+
+
+def _replay(store: Path) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "evolog", "--store", str(store), "replay"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def test_cli_walkthrough_runs(tmp_path: Path) -> None:
+    """Every `evolog ...` line of the command-line page, in order, against a temp store."""
+    block = _sh_block("cli.md", "evolog init")
+    script = block.replace("/tmp/mem", str(tmp_path / "mem")).replace(
+        "/tmp/copy", str(tmp_path / "copy")
+    )
+    result = _run_walkthrough(script, tmp_path / "mem", tmp_path)
     assert result.returncode == 0, result.stderr
-    copy = subprocess.run(
-        [sys.executable, "-m", "evolog", "--store", str(tmp_path / "copy"), "replay"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    original = subprocess.run(
-        [sys.executable, "-m", "evolog", "--store", str(tmp_path / "mem"), "replay"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert copy.stdout == original.stdout  # same ids, same seqs: the target was empty
+    # same ids, same seqs: the target was empty
+    assert _replay(tmp_path / "copy") == _replay(tmp_path / "mem")
 
 
 def test_sql_examples_run_on_the_demo_store(tmp_path: Path) -> None:
@@ -86,15 +89,7 @@ def test_sql_examples_run_on_the_demo_store(tmp_path: Path) -> None:
         capture_output=True,
         check=True,
     )
-    env = dict(os.environ, EVOLOG_STORE=str(tmp_path / "store"))
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env["PATH"]
-    result = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    result = _run_walkthrough(block, tmp_path / "store", tmp_path)
     assert result.returncode == 0, result.stderr
     assert "gene_" in result.stdout
     assert (tmp_path / "export").is_dir()
